@@ -2,4 +2,8 @@
 //!
 //! See `ARCHITECTURE.md` for the code map and the invariants each module owns.
 
+pub mod blob;
 pub mod protocol;
+pub mod service;
+pub mod store;
+pub mod timefmt;

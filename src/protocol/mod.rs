@@ -2,14 +2,17 @@
 //! inputs and outputs of every operation. Nothing here performs I/O or touches storage;
 //! this module is the only place that derives serde for the wire.
 
+pub mod artifact;
+pub mod claim;
 mod envelope;
 mod error_code;
 pub mod limits;
+pub mod meta;
 mod op;
 
 pub use envelope::{
-    AmbientContext, CLI_REQUEST_ID, ContextSource, ErrorBody, Horizon, PROTOCOL_VERSION, Request,
-    ResolvedContext, Response, TRANSPORT_REQUEST_ID, Warning,
+    AmbientContext, CLI_REQUEST_ID, ContextSource, ErrorBody, Horizon, PROTOCOL_VERSION, Request, ResolvedContext,
+    Response, TRANSPORT_REQUEST_ID, Warning,
 };
 pub use error_code::ErrorCode;
 pub use op::Operation;

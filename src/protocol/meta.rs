@@ -1,0 +1,67 @@
+//! Inputs and outputs of the context-free discovery and context operations.
+
+use serde::{Deserialize, Serialize};
+
+use super::ResolvedContext;
+
+/// The input of operations that take no parameters: `{}`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmptyInput {}
+
+/// `context.resolve` result.
+#[derive(Clone, Debug, Serialize)]
+pub struct ContextResolveResult {
+    pub resolved: bool,
+    pub context: ResolvedContext,
+}
+
+/// One entry of the capabilities operation list.
+#[derive(Clone, Debug, Serialize)]
+pub struct OperationCapability {
+    pub operation: &'static str,
+    pub available: bool,
+    pub mutating: bool,
+    pub side_effecting: bool,
+    pub needs_context: bool,
+    pub requires_idempotency_key: bool,
+    pub supports_explicit_horizon: bool,
+}
+
+/// `capabilities` result: what this running binary implements and its limits.
+#[derive(Clone, Debug, Serialize)]
+pub struct CapabilitiesDocument {
+    pub product: &'static str,
+    pub protocol_version: u32,
+    pub instruction_set_version: u32,
+    pub local_personal_mode: bool,
+    pub authorization: bool,
+    pub default_horizon: &'static str,
+    pub supported_horizons: Vec<&'static str>,
+    pub ambient_context_sources: Vec<&'static str>,
+    pub broader_horizons_require_reason: bool,
+    pub prompt_injection_signals: bool,
+    pub max_frame_bytes: usize,
+    pub max_concurrent_connections: usize,
+    pub max_artifact_bytes: usize,
+    pub max_encoded_content_bytes: usize,
+    pub max_query_bytes: usize,
+    pub max_title_bytes: usize,
+    pub max_claim_statement_bytes: usize,
+    pub max_metadata_bytes: usize,
+    pub max_evidence_items: usize,
+    pub max_search_items: usize,
+    pub max_recall_claims: usize,
+    pub max_recall_artifact_refs: usize,
+    pub max_recall_excerpt_bytes: usize,
+    pub max_recall_evidence_excerpts_per_claim: usize,
+    pub max_history_items: usize,
+    pub max_relation_list_items: usize,
+    pub max_conflict_list_items: usize,
+    pub authoritative_store: &'static str,
+    pub blob_store: &'static str,
+    pub retrieval: Vec<&'static str>,
+    pub guarantees: Vec<&'static str>,
+    pub operations: Vec<OperationCapability>,
+    pub extensions: Vec<&'static str>,
+}

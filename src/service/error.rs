@@ -1,0 +1,98 @@
+//! `ServiceError` and the one function that turns any failure into a wire error body.
+
+use serde_json::json;
+
+use crate::protocol::{ErrorBody, ErrorCode, PROTOCOL_VERSION};
+use crate::store::StoreError;
+
+/// Everything an operation can fail with. Store failures keep their source.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServiceError {
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    #[error("content exceeds the configured size limit: {0}")]
+    ContentTooLarge(String),
+    #[error("no ambient context: {0} needs a workspace and project")]
+    NoAmbientContext(&'static str),
+    #[error("unsupported protocol version {0}")]
+    UnsupportedVersion(u64),
+    #[error("configuration error: {0}")]
+    Config(String),
+    #[error("integrity check failed: {0}")]
+    Integrity(String),
+    #[error("internal error: {0}")]
+    Internal(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl ServiceError {
+    pub fn invalid(message: impl Into<String>) -> ServiceError {
+        ServiceError::InvalidRequest(message.into())
+    }
+}
+
+/// The single mapping from failures to wire codes, retryability, hints and details.
+pub fn error_body(error: &ServiceError) -> ErrorBody {
+    let message = error.to_string();
+    match error {
+        ServiceError::InvalidRequest(_) => ErrorBody::new(ErrorCode::InvalidRequest, message),
+        ServiceError::ContentTooLarge(_) => ErrorBody::new(ErrorCode::ContentTooLarge, message),
+        ServiceError::NoAmbientContext(_) => ErrorBody::new(ErrorCode::NoAmbientContext, message).with_hint(
+            "Run `memoree init` in the project directory, or start the agent with `memoree session exec --task NAME -- CMD`.",
+        ),
+        ServiceError::UnsupportedVersion(received) => ErrorBody::new(ErrorCode::UnsupportedVersion, message)
+            .with_details(json!({"received_version": received, "supported_version": PROTOCOL_VERSION})),
+        ServiceError::Config(_) => ErrorBody::new(ErrorCode::ConfigError, message),
+        ServiceError::Integrity(_) => ErrorBody::new(ErrorCode::IntegrityError, message),
+        ServiceError::Internal(_) => ErrorBody::new(ErrorCode::InternalError, message),
+        ServiceError::Store(store) => store_error_body(store, message),
+    }
+}
+
+fn store_error_body(error: &StoreError, message: String) -> ErrorBody {
+    if error.is_storage_full() {
+        return ErrorBody::new(ErrorCode::InternalError, message)
+            .with_retryable(true)
+            .with_hint("The data directory is out of space. Nothing from this request was stored; free space and retry with the same idempotency key.")
+            .with_details(json!({"reason": "storage_full"}));
+    }
+    match error {
+        StoreError::Invalid(_) => ErrorBody::new(ErrorCode::InvalidRequest, message),
+        StoreError::NotFound(_) => ErrorBody::new(ErrorCode::NotFound, message),
+        StoreError::RevisionConflict { entity_type, entity_id, current, requested } => {
+            ErrorBody::new(ErrorCode::RevisionConflict, message)
+                .with_hint("Fetch the current revision and retry with its revision id.")
+                .with_details(json!({
+                    "entity_type": entity_type,
+                    "entity_id": entity_id,
+                    "current_revision": current,
+                    "requested_revision": requested,
+                }))
+        }
+        StoreError::IdempotencyConflict { scoped_key } => ErrorBody::new(ErrorCode::IdempotencyConflict, message)
+            .with_hint("Reuse an idempotency key only for an exact retry of the same request; use a new key for a new mutation.")
+            .with_details(json!({"idempotency_key": scoped_key})),
+        StoreError::Scope(_) => ErrorBody::new(ErrorCode::ScopeViolation, message).with_hint(
+            "Run the write from the owning project/task context; pins and exact gets are read-only and never grant write scope.",
+        ),
+        StoreError::IndexNotReady { requested, current } => ErrorBody::new(ErrorCode::IndexNotReady, message)
+            .with_hint("Retry the same request with the same min_commit_seq shortly.")
+            .with_details(json!({"requested_commit_seq": requested, "current_commit_seq": current})),
+        StoreError::Integrity(_) | StoreError::Blob(_) => ErrorBody::new(ErrorCode::IntegrityError, message),
+        StoreError::Config(_) => ErrorBody::new(ErrorCode::ConfigError, message),
+        _ if is_busy(error) => ErrorBody::new(ErrorCode::InternalError, message).with_retryable(true),
+        _ => ErrorBody::new(ErrorCode::InternalError, message),
+    }
+}
+
+fn is_busy(error: &StoreError) -> bool {
+    let sqlite = match error {
+        StoreError::Sqlite(e) => e,
+        StoreError::Commit(e) => e.as_ref(),
+        _ => return false,
+    };
+    matches!(sqlite, rusqlite::Error::SqliteFailure(f, _)
+        if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
+}

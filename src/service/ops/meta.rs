@@ -1,0 +1,91 @@
+//! `context.resolve` and `capabilities`.
+
+use crate::protocol::limits;
+use crate::protocol::meta::{CapabilitiesDocument, ContextResolveResult, EmptyInput, OperationCapability};
+use crate::protocol::{Horizon, Operation, PROTOCOL_VERSION, ResolvedContext};
+use crate::service::{Call, Output, ServiceError};
+
+/// The version of the generated agent instructions.
+pub(crate) const INSTRUCTION_SET_VERSION: u32 = 7;
+
+pub(super) fn context_resolve(call: &Call<'_>) -> Result<Output, ServiceError> {
+    let _: EmptyInput = call.input()?;
+    let context = call.context()?;
+    Output::read(ContextResolveResult {
+        resolved: true,
+        context: ResolvedContext::new(context, call.request.context_source, Horizon::Ambient),
+    })
+}
+
+pub(super) fn capabilities(call: &Call<'_>) -> Result<Output, ServiceError> {
+    let _: EmptyInput = call.input()?;
+    Output::read(document())
+}
+
+/// The capabilities of this binary: only implemented operations are listed.
+pub(crate) fn document() -> CapabilitiesDocument {
+    CapabilitiesDocument {
+        product: "memoree",
+        protocol_version: PROTOCOL_VERSION,
+        instruction_set_version: INSTRUCTION_SET_VERSION,
+        local_personal_mode: true,
+        authorization: false,
+        default_horizon: "ambient",
+        supported_horizons: vec!["ambient", "workspace", "personal"],
+        ambient_context_sources: vec!["explicit", "session", "marker", "personal"],
+        broader_horizons_require_reason: true,
+        prompt_injection_signals: true,
+        max_frame_bytes: limits::MAX_FRAME_BYTES,
+        max_concurrent_connections: limits::MAX_CONCURRENT_CONNECTIONS,
+        max_artifact_bytes: limits::MAX_ARTIFACT_BYTES,
+        max_encoded_content_bytes: limits::MAX_ENCODED_CONTENT_BYTES,
+        max_query_bytes: limits::MAX_QUERY_BYTES,
+        max_title_bytes: limits::MAX_TITLE_BYTES,
+        max_claim_statement_bytes: limits::MAX_CLAIM_STATEMENT_BYTES,
+        max_metadata_bytes: limits::MAX_METADATA_BYTES,
+        max_evidence_items: limits::MAX_EVIDENCE_ITEMS,
+        max_search_items: limits::MAX_SEARCH_ITEMS,
+        max_recall_claims: limits::MAX_RECALL_CLAIMS,
+        max_recall_artifact_refs: limits::MAX_RECALL_ARTIFACT_REFS,
+        max_recall_excerpt_bytes: limits::MAX_RECALL_EXCERPT_BYTES,
+        max_recall_evidence_excerpts_per_claim: limits::MAX_RECALL_EVIDENCE_EXCERPTS_PER_CLAIM,
+        max_history_items: limits::MAX_HISTORY_ITEMS,
+        max_relation_list_items: limits::MAX_RELATION_LIST_ITEMS,
+        max_conflict_list_items: limits::MAX_CONFLICT_LIST_ITEMS,
+        authoritative_store: "sqlite_wal",
+        blob_store: "filesystem",
+        retrieval: vec!["exact", "sqlite_fts5"],
+        guarantees: vec![
+            "immutable_revisions",
+            "idempotent_mutations",
+            "optimistic_concurrency",
+            "read_your_writes_commit_sequence",
+            "revision_stable_citations",
+            "explicit_search_broadening",
+            "ambient_write_scope",
+            "temporal_validity_filtering",
+            "revision_bound_conflict_lifecycle",
+            "automatic_live_conflict_reassessment",
+            "append_only_conflict_events",
+        ],
+        operations: Operation::ALL
+            .into_iter()
+            .filter(|op| super::is_implemented(*op))
+            .map(|op| OperationCapability {
+                operation: op.wire_name(),
+                available: true,
+                mutating: op.is_mutating(),
+                side_effecting: op.is_side_effecting(),
+                needs_context: op.needs_context(),
+                requires_idempotency_key: op.is_mutating(),
+                supports_explicit_horizon: op.supports_explicit_horizon(),
+            })
+            .collect(),
+        extensions: vec![
+            "structured_verify_issues",
+            "reindex",
+            "connection_busy_envelope",
+            "multi_request_connections",
+        ],
+    }
+}

@@ -1,0 +1,66 @@
+//! `StoreError`: everything a store operation can fail with, from domain refusals (not
+//! found, revision conflict, scope) to SQLite and blob failures, each keeping its source.
+
+use std::sync::Arc;
+
+use crate::blob::BlobError;
+
+/// A store failure. Domain variants carry the decision-relevant identifiers.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("revision conflict: {entity_type} {entity_id} is at revision {current}, not {requested}")]
+    RevisionConflict {
+        entity_type: &'static str,
+        entity_id: String,
+        current: String,
+        requested: String,
+    },
+    #[error("idempotency conflict for key {scoped_key}")]
+    IdempotencyConflict { scoped_key: String },
+    #[error("{0}")]
+    Scope(String),
+    #[error("index is not ready through commit sequence {requested}; current sequence is {current}")]
+    IndexNotReady { requested: i64, current: i64 },
+    #[error("{0}")]
+    Integrity(String),
+    #[error("{0}")]
+    Config(String),
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("the batch this mutation belonged to failed to commit: {0}")]
+    Commit(#[source] Arc<rusqlite::Error>),
+    #[error(transparent)]
+    Blob(#[from] BlobError),
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("stored JSON is invalid: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("the store writer has shut down")]
+    WriterGone,
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl StoreError {
+    /// Whether the failure is the disk (or quota) being full.
+    pub fn is_storage_full(&self) -> bool {
+        fn sqlite_full(e: &rusqlite::Error) -> bool {
+            matches!(e, rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::DiskFull)
+        }
+        match self {
+            StoreError::Sqlite(e) => sqlite_full(e),
+            StoreError::Commit(e) => sqlite_full(e),
+            StoreError::Blob(e) => e.is_storage_full(),
+            StoreError::Io(e) => crate::blob::is_storage_full(e),
+            _ => false,
+        }
+    }
+}
+
+/// Shorthand for store results.
+pub type StoreResult<T> = Result<T, StoreError>;

@@ -1,0 +1,290 @@
+//! The authoritative store: SQLite (WAL, FTS5) plus the blob CAS.
+//!
+//! Writes go through one writer thread with group commit ([`writer`]); reads use a small
+//! pool of read-only connections, each read in its own snapshot transaction. Entity modules
+//! own their SQL and return plain row structs.
+//!
+//! **Invariants:** the store knows nothing about envelopes or JSON requests; `commit_seq` is
+//! taken inside the same transaction as the change and its `events` row; revision rows are
+//! immutable (enforced by triggers); the FTS tables are a rebuildable projection.
+
+pub mod artifact;
+pub mod claim;
+pub mod conflict;
+mod error;
+pub mod idempotency;
+mod migrate;
+pub mod scope;
+mod writer;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use serde_json::Value;
+
+pub use error::{StoreError, StoreResult};
+pub use migrate::{SCHEMA_VERSION, schema_version};
+
+use crate::blob::BlobStore;
+use crate::timefmt::{self, Timestamp};
+
+/// File name of the database inside the data directory.
+pub const DB_FILE: &str = "memoree.sqlite3";
+/// Directory of the CAS inside the data directory.
+pub const BLOBS_DIR: &str = "blobs";
+
+/// Upper bound on idle pooled read connections.
+const MAX_IDLE_READERS: usize = 8;
+
+/// A handle to an open store; cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    data_dir: PathBuf,
+    db_path: PathBuf,
+    blobs: BlobStore,
+    writer: writer::Writer,
+    readers: Mutex<Vec<Connection>>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("data_dir", &self.inner.data_dir).finish()
+    }
+}
+
+/// A mutation's view of the group transaction, positioned inside its own savepoint.
+pub struct Tx<'c> {
+    conn: &'c Connection,
+    now: Timestamp,
+}
+
+impl<'c> Tx<'c> {
+    pub(crate) fn new(conn: &'c Connection, now: Timestamp) -> Tx<'c> {
+        Tx { conn, now }
+    }
+
+    /// The connection, inside the job's savepoint.
+    pub fn conn(&self) -> &'c Connection {
+        self.conn
+    }
+
+    /// The instant this mutation is recorded at.
+    pub fn now(&self) -> Timestamp {
+        self.now
+    }
+
+    /// The database form of [`Tx::now`].
+    pub fn now_db(&self) -> String {
+        timefmt::to_db(&self.now)
+    }
+
+    /// Takes the next commit sequence value.
+    pub fn next_commit_seq(&self) -> StoreResult<i64> {
+        Ok(self.conn.query_row(
+            "UPDATE commit_state SET commit_seq = commit_seq + 1 WHERE id = 1 RETURNING commit_seq",
+            [],
+            |row| row.get(0),
+        )?)
+    }
+
+    /// Appends the one event row of a logical mutation.
+    #[allow(clippy::too_many_arguments)]
+    pub fn append_event(
+        &self,
+        commit_seq: i64,
+        event_type: &str,
+        entity_type: &str,
+        entity_id: &str,
+        revision_id: Option<&str>,
+        actor: Option<&str>,
+        payload: &Value,
+    ) -> StoreResult<()> {
+        self.conn.execute(
+            "INSERT INTO events (commit_seq, event_id, event_type, entity_type, entity_id, revision_id, actor, payload_json, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                commit_seq,
+                new_id("evt"),
+                event_type,
+                entity_type,
+                entity_id,
+                revision_id,
+                actor,
+                payload.to_string(),
+                self.now_db()
+            ],
+        )?;
+        Ok(())
+    }
+}
+
+/// A fresh prefixed ULID identifier such as `art_01J…`.
+pub fn new_id(prefix: &str) -> String {
+    format!("{prefix}_{}", ulid::Ulid::new())
+}
+
+impl Store {
+    /// Opens (creating and migrating if needed) the store in `data_dir`.
+    pub fn open(data_dir: &Path) -> StoreResult<Store> {
+        let data_dir = data_dir.to_path_buf();
+        ensure_private_dir(&data_dir)?;
+        let db_path = data_dir.join(DB_FILE);
+        let mut conn = Connection::open_with_flags(
+            &db_path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        migrate::preflight(&conn)?;
+        conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")?;
+        migrate::migrate(&mut conn)?;
+        for suffix in ["", "-wal", "-shm"] {
+            let path = PathBuf::from(format!("{}{suffix}", db_path.display()));
+            if path.exists() {
+                fs::set_permissions(&path, fs::Permissions::from_mode(0o600))?;
+            }
+        }
+        let blobs = BlobStore::open(data_dir.join(BLOBS_DIR))?;
+        let writer = writer::Writer::spawn(conn)?;
+        Ok(Store {
+            inner: Arc::new(Inner {
+                data_dir,
+                db_path,
+                blobs,
+                writer,
+                readers: Mutex::new(Vec::new()),
+            }),
+        })
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> &Path {
+        &self.inner.data_dir
+    }
+
+    /// The database file.
+    pub fn db_path(&self) -> &Path {
+        &self.inner.db_path
+    }
+
+    /// The CAS.
+    pub fn blobs(&self) -> &BlobStore {
+        &self.inner.blobs
+    }
+
+    /// Runs a mutation in the next group commit; returns once it is durable.
+    pub fn write<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Tx<'_>) -> StoreResult<T> + Send + 'static,
+    {
+        self.inner.writer.write(f)
+    }
+
+    /// Runs `f` on the writer connection while no write can happen (backups, reindex).
+    pub fn exclusive<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+    {
+        self.inner.writer.exclusive(f)
+    }
+
+    /// Runs a read in one snapshot transaction on a pooled read-only connection.
+    pub fn read<T>(&self, f: impl FnOnce(&Connection) -> StoreResult<T>) -> StoreResult<T> {
+        let pooled = self.inner.readers.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let conn = match pooled {
+            Some(conn) => conn,
+            None => self.open_reader()?,
+        };
+        conn.execute_batch("BEGIN DEFERRED")?;
+        let result = f(&conn);
+        let ended = conn.execute_batch("COMMIT");
+        if ended.is_ok() {
+            let mut readers = self.inner.readers.lock().unwrap_or_else(|e| e.into_inner());
+            if readers.len() < MAX_IDLE_READERS {
+                readers.push(conn);
+            }
+        }
+        let value = result?;
+        ended?;
+        Ok(value)
+    }
+
+    fn open_reader(&self) -> StoreResult<Connection> {
+        let conn = Connection::open_with_flags(
+            &self.inner.db_path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.execute_batch("PRAGMA query_only = ON; PRAGMA foreign_keys = ON;")?;
+        Ok(conn)
+    }
+
+    /// The last committed sequence number.
+    pub fn last_commit_seq(&self) -> StoreResult<i64> {
+        self.read(last_commit_seq)
+    }
+
+    /// Stops the writer after queued mutations finish.
+    pub fn shutdown(&self) {
+        self.inner.writer.shutdown();
+    }
+}
+
+/// The last committed sequence number, read on `conn`.
+pub fn last_commit_seq(conn: &Connection) -> StoreResult<i64> {
+    Ok(conn
+        .query_row("SELECT commit_seq FROM commit_state WHERE id = 1", [], |row| row.get(0))
+        .optional()?
+        .unwrap_or(0))
+}
+
+/// Creates the data directory owner-only, or tightens an existing one that holds only a
+/// Memoree layout.
+fn ensure_private_dir(dir: &Path) -> StoreResult<()> {
+    const LAYOUT: &[&str] = &[
+        DB_FILE,
+        "memoree.sqlite3-wal",
+        "memoree.sqlite3-shm",
+        "memoreed.lock",
+        "memoreed.log",
+        BLOBS_DIR,
+        "pending-checkpoints",
+        "run",
+        "config.toml",
+        "memoree.sock",
+        "memoree.sock.lock",
+    ];
+    if !dir.exists() {
+        fs::create_dir_all(dir)?;
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+        return Ok(());
+    }
+    let meta = fs::symlink_metadata(dir)?;
+    if !meta.is_dir() {
+        return Err(StoreError::Config(format!(
+            "data directory {} is not a directory",
+            dir.display()
+        )));
+    }
+    if meta.permissions().mode() & 0o077 != 0 {
+        let foreign = fs::read_dir(dir)?
+            .filter_map(Result::ok)
+            .any(|entry| !LAYOUT.iter().any(|name| entry.file_name() == *name));
+        if foreign {
+            return Err(StoreError::Config(format!(
+                "refusing to use non-private, non-empty directory {}; set it to 700",
+                dir.display()
+            )));
+        }
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}

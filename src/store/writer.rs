@@ -1,0 +1,256 @@
+//! The single writer: one thread owns the write connection and commits mutations in groups.
+//!
+//! Callers submit a closure; the writer drains every job that is already queued, runs each
+//! inside its own `SAVEPOINT` of one `BEGIN IMMEDIATE` transaction, and issues one `COMMIT`
+//! (one fsync with `synchronous=FULL`) for the whole group.
+//!
+//! **Invariant:** a job's result is delivered only after the `COMMIT` that made its changes
+//! durable has returned. A failed job is rolled back to its savepoint and leaves nothing
+//! behind; if the commit fails, or SQLite aborts the transaction under a job (disk full, I/O
+//! error), every job of the group is told it failed and none is acknowledged.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use rusqlite::Connection;
+
+use super::Tx;
+use super::error::{StoreError, StoreResult};
+use crate::timefmt;
+
+/// Upper bound on mutations sharing one commit.
+const MAX_GROUP: usize = 256;
+
+type CommitOutcome = Result<(), Arc<rusqlite::Error>>;
+
+trait Job: Send {
+    /// Runs inside the group transaction; returns whether the job succeeded.
+    fn run(&mut self, tx: &Tx<'_>) -> bool;
+    /// Delivers the result once the group's fate is known.
+    fn finish(self: Box<Self>, commit: CommitOutcome);
+    /// Runs alone on the writer connection, outside any group transaction.
+    fn run_exclusive(self: Box<Self>, conn: &Connection);
+    fn is_exclusive(&self) -> bool;
+}
+
+struct GroupJob<T, F> {
+    f: Option<F>,
+    result: Option<StoreResult<T>>,
+    reply: SyncSender<StoreResult<T>>,
+}
+
+impl<T, F> Job for GroupJob<T, F>
+where
+    T: Send,
+    F: FnOnce(&Tx<'_>) -> StoreResult<T> + Send,
+{
+    fn run(&mut self, tx: &Tx<'_>) -> bool {
+        let Some(f) = self.f.take() else { return false };
+        let result = catch_unwind(AssertUnwindSafe(|| f(tx)))
+            .unwrap_or_else(|_| Err(StoreError::Internal("a mutation panicked inside the writer".to_owned())));
+        let ok = result.is_ok();
+        self.result = Some(result);
+        ok
+    }
+
+    fn finish(self: Box<Self>, commit: CommitOutcome) {
+        let result = match (self.result, commit) {
+            (Some(Err(e)), _) => Err(e),
+            (Some(Ok(value)), Ok(())) => Ok(value),
+            (Some(Ok(_)), Err(e)) => Err(StoreError::Commit(e)),
+            (None, Err(e)) => Err(StoreError::Commit(e)),
+            (None, Ok(())) => Err(StoreError::Internal("a mutation was dropped before it ran".to_owned())),
+        };
+        let _ = self.reply.send(result);
+    }
+
+    fn run_exclusive(self: Box<Self>, _conn: &Connection) {
+        let _ = self
+            .reply
+            .send(Err(StoreError::Internal("group job run exclusively".to_owned())));
+    }
+
+    fn is_exclusive(&self) -> bool {
+        false
+    }
+}
+
+struct ExclusiveJob<T, F> {
+    f: F,
+    reply: SyncSender<StoreResult<T>>,
+}
+
+impl<T, F> Job for ExclusiveJob<T, F>
+where
+    T: Send,
+    F: FnOnce(&Connection) -> StoreResult<T> + Send,
+{
+    fn run(&mut self, _tx: &Tx<'_>) -> bool {
+        false
+    }
+
+    fn finish(self: Box<Self>, _commit: CommitOutcome) {
+        let _ = self
+            .reply
+            .send(Err(StoreError::Internal("exclusive job run in a group".to_owned())));
+    }
+
+    fn run_exclusive(self: Box<Self>, conn: &Connection) {
+        let f = self.f;
+        let result = catch_unwind(AssertUnwindSafe(|| f(conn))).unwrap_or_else(|_| {
+            Err(StoreError::Internal(
+                "an exclusive job panicked inside the writer".to_owned(),
+            ))
+        });
+        let _ = self.reply.send(result);
+    }
+
+    fn is_exclusive(&self) -> bool {
+        true
+    }
+}
+
+/// Handle to the writer thread.
+pub(crate) struct Writer {
+    queue: Mutex<Option<Sender<Box<dyn Job>>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Writer {
+    pub(crate) fn spawn(conn: Connection) -> StoreResult<Writer> {
+        let (queue, jobs) = mpsc::channel::<Box<dyn Job>>();
+        let thread = std::thread::Builder::new()
+            .name("memoree-writer".to_owned())
+            .spawn(move || writer_loop(conn, jobs))?;
+        Ok(Writer {
+            queue: Mutex::new(Some(queue)),
+            thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    fn submit<T: Send>(&self, job: Box<dyn Job>, reply: Receiver<StoreResult<T>>) -> StoreResult<T> {
+        {
+            let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(queue) = queue.as_ref() else {
+                return Err(StoreError::WriterGone);
+            };
+            queue.send(job).map_err(|_| StoreError::WriterGone)?;
+        }
+        reply.recv().unwrap_or(Err(StoreError::WriterGone))
+    }
+
+    /// Runs `f` inside the next group commit and returns once it is durable (or failed).
+    pub(crate) fn write<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Tx<'_>) -> StoreResult<T> + Send + 'static,
+    {
+        let (reply, result) = mpsc::sync_channel(1);
+        self.submit(
+            Box::new(GroupJob {
+                f: Some(f),
+                result: None,
+                reply,
+            }),
+            result,
+        )
+    }
+
+    /// Runs `f` alone on the writer connection: no other write runs meanwhile.
+    pub(crate) fn exclusive<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+    {
+        let (reply, result) = mpsc::sync_channel(1);
+        self.submit(Box::new(ExclusiveJob { f, reply }), result)
+    }
+
+    /// Stops accepting jobs, lets queued jobs finish and joins the thread.
+    pub(crate) fn shutdown(&self) {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(thread) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn writer_loop(conn: Connection, jobs: Receiver<Box<dyn Job>>) {
+    let mut carried: Option<Box<dyn Job>> = None;
+    loop {
+        let first = match carried.take() {
+            Some(job) => job,
+            None => match jobs.recv() {
+                Ok(job) => job,
+                Err(_) => return,
+            },
+        };
+        if first.is_exclusive() {
+            first.run_exclusive(&conn);
+            continue;
+        }
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match jobs.try_recv() {
+                Ok(job) if job.is_exclusive() => {
+                    carried = Some(job);
+                    break;
+                }
+                Ok(job) => group.push(job),
+                Err(_) => break,
+            }
+        }
+        run_group(&conn, group);
+    }
+}
+
+fn run_group(conn: &Connection, mut group: Vec<Box<dyn Job>>) {
+    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+        let e = Arc::new(e);
+        group.into_iter().for_each(|job| job.finish(Err(e.clone())));
+        return;
+    }
+    let mut aborted: Option<Arc<rusqlite::Error>> = None;
+    for job in group.iter_mut() {
+        if let Err(e) = conn.execute_batch("SAVEPOINT memoree_job") {
+            aborted = Some(Arc::new(e));
+            break;
+        }
+        let tx = Tx::new(conn, timefmt::now());
+        let ok = job.run(&tx);
+        let end = if ok {
+            conn.execute_batch("RELEASE memoree_job")
+        } else {
+            conn.execute_batch("ROLLBACK TO memoree_job; RELEASE memoree_job")
+        };
+        if let Err(e) = end {
+            aborted = Some(Arc::new(e));
+            break;
+        }
+        if conn.is_autocommit() {
+            // SQLite rolled the whole transaction back under us (disk full, I/O error):
+            // nothing of this group is durable, so nothing may be acknowledged.
+            aborted = Some(Arc::new(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ABORT),
+                Some("the group transaction was rolled back by SQLite".to_owned()),
+            )));
+            break;
+        }
+    }
+    let outcome = match aborted {
+        Some(e) => Err(e),
+        None => conn.execute_batch("COMMIT").map_err(Arc::new),
+    };
+    if outcome.is_err() && !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    group.into_iter().for_each(|job| job.finish(outcome.clone()));
+}
