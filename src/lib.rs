@@ -3,6 +3,8 @@
 //! See `ARCHITECTURE.md` for the code map and the invariants each module owns.
 
 pub mod blob;
+pub mod cli;
+pub mod client;
 pub mod protocol;
 pub mod service;
 pub mod store;

@@ -1,0 +1,62 @@
+//! `memoree call`: one JSON request on stdin, one envelope on stdout. Never invents an
+//! idempotency key; never prompts.
+
+use std::io::Read;
+
+use serde_json::Value;
+
+use super::{GlobalArgs, cli_failure};
+use crate::protocol::{ErrorCode, Response, limits};
+
+/// Reads stdin (bounded by the frame limit) and parses it as one JSON document.
+pub(crate) fn read_request() -> Result<Value, Response> {
+    let mut bytes = Vec::new();
+    let limit = limits::MAX_FRAME_BYTES as u64 + 1;
+    if let Err(e) = std::io::stdin().lock().take(limit).read_to_end(&mut bytes) {
+        return Err(cli_failure(
+            ErrorCode::InvalidRequest,
+            format!("invalid request: could not read stdin: {e}"),
+        ));
+    }
+    if bytes.len() > limits::MAX_FRAME_BYTES {
+        return Err(cli_failure(
+            ErrorCode::ContentTooLarge,
+            format!(
+                "content exceeds the configured size limit: the request exceeds {} bytes",
+                limits::MAX_FRAME_BYTES
+            ),
+        ));
+    }
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(cli_failure(
+            ErrorCode::InvalidRequest,
+            "invalid request: stdin is empty; send exactly one JSON request object",
+        ));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| {
+        cli_failure(
+            ErrorCode::InvalidRequest,
+            format!("invalid request: stdin is not a valid request: {e}"),
+        )
+    })
+}
+
+pub(crate) fn run(global: &GlobalArgs) -> Response {
+    let request = match read_request() {
+        Ok(request) => request,
+        Err(response) => return response,
+    };
+    let request_id = request
+        .get("request_id")
+        .and_then(Value::as_str)
+        .unwrap_or(crate::protocol::CLI_REQUEST_ID);
+    let request_id = request_id.to_owned();
+    let transport = match super::transport::select(global) {
+        Ok(transport) => transport,
+        Err(error) => return error.to_response(&request_id),
+    };
+    match transport.exchange(&request) {
+        Ok(response) => response,
+        Err(error) => error.to_response(&request_id),
+    }
+}
