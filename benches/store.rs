@@ -1,0 +1,126 @@
+//! Write-path benchmarks: `artifact.put` and `claim.assert` through the service on a temp
+//! store, against a floor of a raw rusqlite insert-and-commit of the same bytes with the
+//! same durability settings (WAL, `synchronous=FULL`). Prints service/floor ratios.
+
+#![allow(clippy::print_stdout, clippy::unwrap_used)]
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use criterion::{BenchmarkId, Criterion, Throughput};
+use memoree::protocol::Request;
+use memoree::service::Service;
+use serde_json::{Value, json};
+
+static KEY: AtomicU64 = AtomicU64::new(0);
+
+fn next_key() -> String {
+    format!("bench-{}", KEY.fetch_add(1, Ordering::Relaxed))
+}
+
+fn context() -> Value {
+    json!({"workspace_id": "wsp_bench", "project_id": "prj_bench"})
+}
+
+fn request(op: &str, input: Value) -> Request {
+    serde_json::from_value(json!({
+        "request_id": "req_bench", "op": op, "idempotency_key": next_key(), "context": context(), "input": input
+    }))
+    .unwrap()
+}
+
+fn text(size: usize) -> String {
+    "memoree keeps sqlite authoritative and the cas holds blobs. ".chars().cycle().take(size).collect()
+}
+
+fn raw_floor(dir: &std::path::Path) -> rusqlite::Connection {
+    let conn = rusqlite::Connection::open(dir.join("floor.sqlite3")).unwrap();
+    conn.execute_batch(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;
+         CREATE TABLE IF NOT EXISTS rows (id INTEGER PRIMARY KEY, key TEXT NOT NULL, body BLOB NOT NULL);",
+    )
+    .unwrap();
+    conn
+}
+
+fn bench_writes(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let service = Service::open(&dir.path().join("data")).unwrap();
+    let floor = raw_floor(dir.path());
+    let mut group = c.benchmark_group("write");
+    group.sample_size(30);
+    for size in [1024usize, 64 * 1024] {
+        let body = text(size);
+        group.throughput(Throughput::Bytes(size as u64));
+        group.bench_with_input(BenchmarkId::new("artifact_put", size), &body, |b, body| {
+            b.iter(|| {
+                let response = service.handle(request(
+                    "artifact.put",
+                    json!({"kind": "note", "title": "bench", "content": {"type": "text", "data": body}}),
+                ));
+                assert!(response.ok);
+            })
+        });
+        group.bench_with_input(BenchmarkId::new("raw_sqlite_floor", size), &body, |b, body| {
+            b.iter(|| {
+                let tx = floor.unchecked_transaction().unwrap();
+                tx.execute("INSERT INTO rows (key, body) VALUES (?1, ?2)", (next_key(), body.as_bytes())).unwrap();
+                tx.commit().unwrap();
+            })
+        });
+    }
+    let put = service.handle(request(
+        "artifact.put",
+        json!({"kind": "note", "title": "evidence", "content": {"type": "text", "data": text(1024)}}),
+    ));
+    let put = put.result.unwrap();
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("claim_assert", |b| {
+        b.iter(|| {
+            let response = service.handle(request(
+                "claim.assert",
+                json!({"claim_type": "fact", "statement": "SQLite is authoritative.",
+                       "evidence": [{"artifact_id": put["artifact_id"], "revision_id": put["revision_id"], "start_byte": 0, "end_byte": 16}]}),
+            ));
+            assert!(response.ok);
+        })
+    });
+    group.finish();
+}
+
+/// Reads a criterion point estimate (ns) from this run's output directory.
+fn estimate(path: &str) -> Option<f64> {
+    let dir = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".to_owned());
+    let text = std::fs::read_to_string(format!("{dir}/criterion/{path}/new/estimates.json")).ok()?;
+    let value: Value = serde_json::from_str(&text).ok()?;
+    value["median"]["point_estimate"].as_f64()
+}
+
+fn report() {
+    for size in [1024, 65536] {
+        if let (Some(service), Some(floor)) =
+            (estimate(&format!("write/artifact_put/{size}")), estimate(&format!("write/raw_sqlite_floor/{size}")))
+        {
+            println!(
+                "artifact.put {size} B: service {:.1} µs, raw rusqlite floor {:.1} µs, ratio {:.2}x",
+                service / 1e3,
+                floor / 1e3,
+                service / floor
+            );
+        }
+    }
+    if let (Some(claim), Some(floor)) = (estimate("write/claim_assert"), estimate("write/raw_sqlite_floor/1024")) {
+        println!(
+            "claim.assert: service {:.1} µs, raw rusqlite floor (1 KiB) {:.1} µs, ratio {:.2}x",
+            claim / 1e3,
+            floor / 1e3,
+            claim / floor
+        );
+    }
+}
+
+fn main() {
+    let mut criterion = Criterion::default().configure_from_args();
+    bench_writes(&mut criterion);
+    criterion.final_summary();
+    report();
+}
