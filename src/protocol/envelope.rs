@@ -78,7 +78,10 @@ pub struct AmbientContext {
 impl AmbientContext {
     /// The same scope without pins (the owner context recorded on entities).
     pub fn without_pins(&self) -> AmbientContext {
-        AmbientContext { pins: Vec::new(), ..self.clone() }
+        AmbientContext {
+            pins: Vec::new(),
+            ..self.clone()
+        }
     }
 }
 
