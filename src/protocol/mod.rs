@@ -6,10 +6,11 @@ mod envelope;
 mod error_code;
 pub mod limits;
 mod op;
+pub mod schema;
 
 pub use envelope::{
-    AmbientContext, CLI_REQUEST_ID, ContextSource, ErrorBody, Horizon, PROTOCOL_VERSION, Request,
-    ResolvedContext, Response, TRANSPORT_REQUEST_ID, Warning,
+    AmbientContext, CLI_REQUEST_ID, ContextSource, ErrorBody, Horizon, PROTOCOL_VERSION, Request, ResolvedContext,
+    Response, TRANSPORT_REQUEST_ID, Warning,
 };
 pub use error_code::ErrorCode;
 pub use op::Operation;
