@@ -3,3 +3,4 @@
 //! See `ARCHITECTURE.md` for the code map and the invariants each module owns.
 
 pub mod protocol;
+pub mod retrieval;

@@ -1,0 +1,7 @@
+//! Pure retrieval logic: FTS5 query construction, `bounded_recency_v1` ranking,
+//! excerpts, risk signals and the `context.build` renderer. Nothing here touches SQLite
+//! (except in tests), the clock or the wire types; callers pass plain values in.
+
+pub mod query;
+
+pub use query::{FtsQuery, QueryError, build_fts_query};
