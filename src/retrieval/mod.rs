@@ -3,5 +3,10 @@
 //! (except in tests), the clock or the wire types; callers pass plain values in.
 
 pub mod query;
+pub mod rank;
 
 pub use query::{FtsQuery, QueryError, build_fts_query};
+pub use rank::{
+    DecayClass, EffectiveBasis, RankInput, RankedPosition, decay_class_for_artifact,
+    decay_class_for_claim, lexical_score_from_bm25, recency_bonus, rerank,
+};
