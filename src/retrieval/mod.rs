@@ -4,9 +4,11 @@
 
 pub mod query;
 pub mod rank;
+pub mod risk;
 
 pub use query::{FtsQuery, QueryError, build_fts_query};
 pub use rank::{
     DecayClass, EffectiveBasis, RankInput, RankedPosition, decay_class_for_artifact,
     decay_class_for_claim, lexical_score_from_bm25, recency_bonus, rerank,
 };
+pub use risk::risk_signals;
