@@ -5,6 +5,7 @@
 pub mod query;
 pub mod rank;
 pub mod risk;
+pub mod snippet;
 
 pub use query::{FtsQuery, QueryError, build_fts_query};
 pub use rank::{
@@ -12,3 +13,4 @@ pub use rank::{
     decay_class_for_claim, lexical_score_from_bm25, recency_bonus, rerank,
 };
 pub use risk::risk_signals;
+pub use snippet::{lossy_span, snippet, truncate_to_char_boundary};
