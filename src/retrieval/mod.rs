@@ -4,6 +4,7 @@
 
 pub mod query;
 pub mod rank;
+pub mod render;
 pub mod risk;
 pub mod snippet;
 
@@ -12,5 +13,6 @@ pub use rank::{
     DecayClass, EffectiveBasis, RankInput, RankedPosition, decay_class_for_artifact,
     decay_class_for_claim, lexical_score_from_bm25, recency_bonus, rerank,
 };
+pub use render::{EntityKind, RenderConflict, RenderHit, Rendered, RenderedItem, render_context};
 pub use risk::risk_signals;
 pub use snippet::{lossy_span, snippet, truncate_to_char_boundary};
