@@ -18,7 +18,7 @@ pub const TRUNCATION_MARKER: &str = "\n> … [excerpt truncated; fetch the exact
 pub const PLACEHOLDER_EXCERPT: &str =
     "No text excerpt is available. Fetch the exact cited artifact revision.";
 /// Titles are quoted up to this many bytes.
-pub const MAX_TITLE_BYTES: usize = 256;
+pub const MAX_RENDERED_TITLE_BYTES: usize = 256;
 /// The blockquote prefix of every line of retrieved text.
 const QUOTE_PREFIX: &str = "> ";
 
@@ -222,9 +222,9 @@ pub fn item_header(hit: &RenderHit) -> String {
     header
 }
 
-/// The title, cut to [`MAX_TITLE_BYTES`], with every line quoted (no trailing newline).
+/// The title, cut to [`MAX_RENDERED_TITLE_BYTES`], with every line quoted (no trailing newline).
 fn quote_title(title: &str) -> String {
-    let title = truncate_to_char_boundary(title, MAX_TITLE_BYTES);
+    let title = truncate_to_char_boundary(title, MAX_RENDERED_TITLE_BYTES);
     if title.is_empty() {
         return QUOTE_PREFIX.to_owned();
     }
