@@ -2,10 +2,15 @@
 //!
 //! See `ARCHITECTURE.md` for the code map and the invariants each module owns.
 
+
 pub mod blob;
+
 pub mod cli;
 pub mod client;
+
+
 pub mod protocol;
+pub mod retrieval;
 pub mod service;
 pub mod store;
 pub mod timefmt;
