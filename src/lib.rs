@@ -3,4 +3,5 @@
 //! See `ARCHITECTURE.md` for the code map and the invariants each module owns.
 
 pub mod fsutil;
+pub mod paths;
 pub mod protocol;
