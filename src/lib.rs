@@ -2,6 +2,7 @@
 //!
 //! See `ARCHITECTURE.md` for the code map and the invariants each module owns.
 
+pub mod ambient;
 pub mod fsutil;
 pub mod paths;
 pub mod protocol;
