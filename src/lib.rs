@@ -2,13 +2,13 @@
 //!
 //! See `ARCHITECTURE.md` for the code map and the invariants each module owns.
 
-
+pub mod ambient;
 pub mod blob;
 
 pub mod cli;
 pub mod client;
-
-
+pub mod fsutil;
+pub mod paths;
 pub mod protocol;
 pub mod retrieval;
 pub mod service;

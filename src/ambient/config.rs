@@ -1,0 +1,161 @@
+//! The user's `config.toml`: a schema number and the optional personal fallback context.
+//! There is deliberately no default-horizon or model setting.
+
+use std::fs;
+use std::io;
+use std::path::Path;
+
+use crate::protocol::AmbientContext;
+
+use super::AmbientError;
+use super::fields::{reject_unknown_keys, required_text, string_list, unsupported_schema};
+
+const CONFIG_KEYS: &[&str] = &["schema", "personal", "personal_fallback"];
+const PERSONAL_KEYS: &[&str] = &["workspace_id", "project_id", "pins"];
+
+/// The settings read from `config.toml`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Settings {
+    /// The `[personal]` (or `[personal_fallback]`) table as a context without task or
+    /// component: the last resort of ambient resolution.
+    pub personal: Option<AmbientContext>,
+}
+
+/// Loads `config.toml`. A missing file gives the default settings; an unreadable or
+/// malformed one is an [`AmbientError::Config`] that includes the TOML error text.
+pub fn load_settings(path: &Path) -> Result<Settings, AmbientError> {
+    let text = match fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Settings::default()),
+        Err(err) => {
+            return Err(AmbientError::Config(format!(
+                "cannot read config {}: {err}",
+                path.display()
+            )));
+        }
+    };
+    parse_settings(path, &text)
+}
+
+fn parse_settings(path: &Path, text: &str) -> Result<Settings, AmbientError> {
+    let invalid = |problem: String| {
+        AmbientError::Config(format!("invalid config {}: {problem}", path.display()))
+    };
+    let table: toml::Table = text
+        .parse()
+        .map_err(|err: toml::de::Error| invalid(err.to_string()))?;
+    if let Some(schema) = unsupported_schema(&table) {
+        return Err(AmbientError::Config(format!(
+            "unsupported config schema {schema} in {}",
+            path.display()
+        )));
+    }
+    reject_unknown_keys(&table, CONFIG_KEYS).map_err(invalid)?;
+    let personal = match (table.get("personal"), table.get("personal_fallback")) {
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "set only one of `personal` and `personal_fallback`".to_owned(),
+            ));
+        }
+        (Some(value), None) | (None, Some(value)) => {
+            let Some(personal) = value.as_table() else {
+                return Err(invalid("`personal` must be a table".to_owned()));
+            };
+            Some(
+                parse_personal(personal)
+                    .map_err(|problem| invalid(format!("[personal]: {problem}")))?,
+            )
+        }
+        (None, None) => None,
+    };
+    Ok(Settings { personal })
+}
+
+fn parse_personal(table: &toml::Table) -> Result<AmbientContext, String> {
+    reject_unknown_keys(table, PERSONAL_KEYS)?;
+    Ok(AmbientContext {
+        workspace_id: required_text(table, "workspace_id")?,
+        project_id: required_text(table, "project_id")?,
+        task_id: None,
+        component: None,
+        pins: string_list(table, "pins")?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Settings, AmbientError> {
+        parse_settings(Path::new("/c/config.toml"), text)
+    }
+
+    fn config_message(text: &str) -> String {
+        match parse(text) {
+            Err(AmbientError::Config(message)) => message,
+            other => panic!("expected a config error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_missing_or_empty_config_gives_default_settings() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert_eq!(
+            load_settings(&tmp.path().join("config.toml")).unwrap(),
+            Settings::default()
+        );
+        assert_eq!(parse("").unwrap(), Settings::default());
+        assert_eq!(parse("schema = 1\n").unwrap(), Settings::default());
+    }
+
+    #[test]
+    fn the_personal_table_and_its_alias_give_a_fallback_context() {
+        for table in ["personal", "personal_fallback"] {
+            let settings = parse(&format!(
+                "[{table}]\nworkspace_id = \"wsp_me\"\nproject_id = \"prj_notes\"\npins = [\"art_1\"]\n"
+            ))
+            .unwrap();
+            let personal = settings.personal.unwrap();
+            assert_eq!(personal.workspace_id, "wsp_me");
+            assert_eq!(personal.project_id, "prj_notes");
+            assert_eq!(personal.pins, ["art_1"]);
+            assert_eq!(personal.task_id, None);
+        }
+    }
+
+    #[test]
+    fn other_schemas_unknown_keys_and_bad_tables_are_config_errors() {
+        assert_eq!(
+            config_message("schema = 2\n"),
+            "unsupported config schema 2 in /c/config.toml"
+        );
+        assert_eq!(
+            config_message("default_horizon = \"workspace\"\n"),
+            "invalid config /c/config.toml: unknown key `default_horizon`"
+        );
+        let message =
+            config_message("[personal]\nworkspace_id = \"w\"\nproject_id = \"p\"\nmodel = \"x\"\n");
+        assert!(
+            message.ends_with("[personal]: unknown key `model`"),
+            "{message}"
+        );
+        let message = config_message("[personal]\nworkspace_id = \"w\"\n");
+        assert!(message.ends_with("missing `project_id`"), "{message}");
+        let message = config_message("personal = 3\n");
+        assert!(message.ends_with("`personal` must be a table"), "{message}");
+        let message = config_message(
+            "[personal]\nworkspace_id = \"w\"\nproject_id = \"p\"\n[personal_fallback]\nworkspace_id = \"w\"\nproject_id = \"p\"\n",
+        );
+        assert!(message.contains("only one of"), "{message}");
+    }
+
+    #[test]
+    fn malformed_toml_is_a_config_error_that_includes_the_toml_text() {
+        let message = config_message("schema = = 1\n");
+        assert!(
+            message.starts_with("invalid config /c/config.toml: "),
+            "{message}"
+        );
+        assert!(message.len() > "invalid config /c/config.toml: ".len());
+    }
+}

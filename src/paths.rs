@@ -1,0 +1,597 @@
+//! Where memoree keeps things: the one resolver for the data dir, runtime dir, config file
+//! and socket path (used by the CLI and the daemon alike), the data-dir layout names, and
+//! the `unix://` / `tcp://` endpoint syntax.
+//!
+//! **Invariant:** resolution only reads the environment; it never creates a directory.
+//! The environment is passed in as a lookup function so tests never mutate process state.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::net::{AddrParseError, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use crate::protocol::ErrorCode;
+
+/// The SQLite database inside the data dir.
+pub const DB_FILE: &str = "memoree.sqlite3";
+/// The daemon's exclusive data-dir lock.
+pub const DAEMON_LOCK: &str = "memoreed.lock";
+/// The autostarted daemon's log.
+pub const DAEMON_LOG: &str = "memoreed.log";
+/// The content-addressed blob store.
+pub const BLOBS_DIR: &str = "blobs";
+/// The private checkpoint quarantine.
+pub const PENDING_DIR: &str = "pending-checkpoints";
+/// The Unix socket inside the runtime dir.
+pub const SOCKET_NAME: &str = "memoree.sock";
+/// The runtime dir below `MEMOREE_HOME` (and the Linux and macOS fallback).
+pub const RUN_DIR: &str = "run";
+/// The config file name.
+pub const CONFIG_FILE: &str = "config.toml";
+
+/// Entry names that may sit in an open-permission data or runtime dir without blocking
+/// the tightening to 0700 (the private-directory rule). Pass this to
+/// [`crate::fsutil::ensure_private_dir`].
+pub const LAYOUT_ENTRIES: &[&str] = &[
+    "memoree.sqlite3",
+    "memoree.sqlite3-wal",
+    "memoree.sqlite3-shm",
+    "memoreed.lock",
+    "memoreed.log",
+    "blobs",
+    "pending-checkpoints",
+    "run",
+    "config.toml",
+    "memoree.sock",
+    "memoree.sock.lock",
+];
+
+/// The directory name used below the XDG base directories.
+const XDG_APP_DIR: &str = "memoree";
+/// The directory name used below `~/Library/Application Support` on macOS.
+const MACOS_APP_DIR: &str = "dev.memoree.memoree";
+
+/// Resolution failed because a default location needs a home directory and none is known.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PathsError {
+    #[error("cannot determine a home directory for the default memoree paths; set MEMOREE_HOME")]
+    NoHome,
+}
+
+impl PathsError {
+    /// The wire code the CLI reports for this error.
+    pub fn code(&self) -> ErrorCode {
+        ErrorCode::ConfigError
+    }
+}
+
+/// The resolved locations. Nothing here is guaranteed to exist.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Paths {
+    pub data_dir: PathBuf,
+    pub runtime_dir: PathBuf,
+    pub config_file: PathBuf,
+    pub socket_path: PathBuf,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Platform {
+    /// Linux and other Unix systems: XDG base directories.
+    Xdg,
+    /// macOS: one `Application Support` root for data, config and `run`.
+    MacOs,
+}
+
+impl Platform {
+    fn current() -> Platform {
+        if cfg!(any(target_os = "macos", target_os = "ios")) {
+            Platform::MacOs
+        } else {
+            Platform::Xdg
+        }
+    }
+}
+
+/// Default locations, from `MEMOREE_HOME` or the platform conventions.
+struct Defaults {
+    data_dir: PathBuf,
+    runtime_dir: PathBuf,
+    config_file: PathBuf,
+}
+
+impl Paths {
+    /// Resolves against the real process environment. When `HOME` is unset or empty the
+    /// home directory is taken from the password database.
+    pub fn from_env() -> Result<Paths, PathsError> {
+        let lookup = |name: &str| {
+            let value = std::env::var_os(name).filter(|v| !v.is_empty());
+            if name == "HOME" {
+                value.or_else(passwd_home)
+            } else {
+                value
+            }
+        };
+        Paths::resolve(&lookup)
+    }
+
+    /// Resolves with `env` as the environment, using the defaults of the platform this
+    /// binary was built for. Empty values count as unset.
+    pub fn resolve(env: &dyn Fn(&str) -> Option<OsString>) -> Result<Paths, PathsError> {
+        resolve_for(env, Platform::current())
+    }
+
+    /// `<data>/memoree.sqlite3`.
+    pub fn db_file(&self) -> PathBuf {
+        self.data_dir.join(DB_FILE)
+    }
+
+    /// `<data>/memoreed.lock`.
+    pub fn daemon_lock(&self) -> PathBuf {
+        self.data_dir.join(DAEMON_LOCK)
+    }
+
+    /// `<data>/memoreed.log`.
+    pub fn daemon_log(&self) -> PathBuf {
+        self.data_dir.join(DAEMON_LOG)
+    }
+
+    /// `<data>/blobs`.
+    pub fn blobs_dir(&self) -> PathBuf {
+        self.data_dir.join(BLOBS_DIR)
+    }
+
+    /// `<data>/pending-checkpoints`.
+    pub fn pending_dir(&self) -> PathBuf {
+        self.data_dir.join(PENDING_DIR)
+    }
+
+    /// The endpoint a client uses when none is given: `unix://<socket_path>`.
+    pub fn default_endpoint(&self) -> Endpoint {
+        Endpoint::Unix(self.socket_path.clone())
+    }
+}
+
+/// The lock file that guards a Unix socket: `<socket>.lock`.
+pub fn socket_lock_path(socket: &Path) -> PathBuf {
+    let mut name = socket.as_os_str().to_os_string();
+    name.push(".lock");
+    PathBuf::from(name)
+}
+
+fn var(env: &dyn Fn(&str) -> Option<OsString>, name: &str) -> Option<PathBuf> {
+    env(name).filter(|v| !v.is_empty()).map(PathBuf::from)
+}
+
+/// An XDG base-directory variable; relative values are invalid and ignored.
+fn xdg_var(env: &dyn Fn(&str) -> Option<OsString>, name: &str) -> Option<PathBuf> {
+    var(env, name).filter(|p| p.is_absolute())
+}
+
+fn resolve_for(
+    env: &dyn Fn(&str) -> Option<OsString>,
+    platform: Platform,
+) -> Result<Paths, PathsError> {
+    let data = var(env, "MEMOREE_DATA_DIR");
+    let runtime = var(env, "MEMOREE_RUNTIME_DIR");
+    let config = var(env, "MEMOREE_CONFIG");
+    let (data_dir, runtime_dir, config_file) = match (data, runtime, config) {
+        (Some(data), Some(runtime), Some(config)) => (data, runtime, config),
+        (data, runtime, config) => {
+            let defaults = defaults(env, platform)?;
+            (
+                data.unwrap_or(defaults.data_dir),
+                runtime.unwrap_or(defaults.runtime_dir),
+                config.unwrap_or(defaults.config_file),
+            )
+        }
+    };
+    let socket_path = var(env, "MEMOREE_SOCKET").unwrap_or_else(|| runtime_dir.join(SOCKET_NAME));
+    Ok(Paths {
+        data_dir,
+        runtime_dir,
+        config_file,
+        socket_path,
+    })
+}
+
+/// The locations used for whatever the per-path overrides leave unset.
+fn defaults(
+    env: &dyn Fn(&str) -> Option<OsString>,
+    platform: Platform,
+) -> Result<Defaults, PathsError> {
+    if let Some(home) = var(env, "MEMOREE_HOME") {
+        return Ok(Defaults {
+            data_dir: home.join("data"),
+            runtime_dir: home.join(RUN_DIR),
+            config_file: home.join(CONFIG_FILE),
+        });
+    }
+    let home = var(env, "HOME").ok_or(PathsError::NoHome)?;
+    Ok(match platform {
+        Platform::Xdg => {
+            let data_dir = xdg_var(env, "XDG_DATA_HOME")
+                .unwrap_or_else(|| home.join(".local/share"))
+                .join(XDG_APP_DIR);
+            let config_file = xdg_var(env, "XDG_CONFIG_HOME")
+                .unwrap_or_else(|| home.join(".config"))
+                .join(XDG_APP_DIR)
+                .join(CONFIG_FILE);
+            let runtime_dir = xdg_var(env, "XDG_RUNTIME_DIR")
+                .map(|dir| dir.join(XDG_APP_DIR))
+                .unwrap_or_else(|| data_dir.join(RUN_DIR));
+            Defaults {
+                data_dir,
+                runtime_dir,
+                config_file,
+            }
+        }
+        Platform::MacOs => {
+            let root = home.join("Library/Application Support").join(MACOS_APP_DIR);
+            Defaults {
+                runtime_dir: root.join(RUN_DIR),
+                config_file: root.join(CONFIG_FILE),
+                data_dir: root,
+            }
+        }
+    })
+}
+
+/// The current user's home directory from the password database.
+fn passwd_home() -> Option<OsString> {
+    use std::ffi::CStr;
+    use std::os::unix::ffi::OsStringExt;
+
+    let mut buf = vec![0u8; 4096];
+    loop {
+        let mut pwd = std::mem::MaybeUninit::<libc::passwd>::uninit();
+        let mut found: *mut libc::passwd = std::ptr::null_mut();
+        // SAFETY: `pwd` and `found` point to writable locals, and `buf` is a writable
+        // buffer of exactly `buf.len()` bytes that outlives every use of the strings the
+        // call stores in `pwd`.
+        let rc = unsafe {
+            libc::getpwuid_r(
+                libc::getuid(),
+                pwd.as_mut_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                &mut found,
+            )
+        };
+        if rc == libc::ERANGE && buf.len() < 1 << 20 {
+            buf.resize(buf.len() * 2, 0);
+            continue;
+        }
+        if rc != 0 || found.is_null() {
+            return None;
+        }
+        // SAFETY: the call succeeded and `found` points to `pwd`, which it initialised.
+        let dir = unsafe { (*found).pw_dir };
+        if dir.is_null() {
+            return None;
+        }
+        // SAFETY: `pw_dir` is a NUL-terminated string inside `buf`, which is still alive.
+        let bytes = unsafe { CStr::from_ptr(dir) }.to_bytes();
+        return (!bytes.is_empty()).then(|| OsString::from_vec(bytes.to_vec()));
+    }
+}
+
+/// A daemon endpoint: a Unix socket path or a TCP socket address (IP literal only).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Endpoint {
+    Unix(PathBuf),
+    Tcp(SocketAddr),
+}
+
+/// An endpoint string that does not parse. Every variant is a `CONFIG_ERROR`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EndpointError {
+    #[error("endpoint must begin with unix:// or tcp://: {value}")]
+    UnknownScheme { value: String },
+    #[error("Unix endpoint path is empty")]
+    EmptyUnixPath,
+    #[error("invalid TCP endpoint: {source}")]
+    InvalidTcp {
+        #[source]
+        source: AddrParseError,
+    },
+}
+
+impl EndpointError {
+    /// The wire code the CLI reports for this error.
+    pub fn code(&self) -> ErrorCode {
+        ErrorCode::ConfigError
+    }
+}
+
+impl Endpoint {
+    /// Parses `unix://<path>` or `tcp://<ip>:<port>` (IPv6 in brackets). Host names such as
+    /// `localhost` are rejected.
+    pub fn parse(value: &str) -> Result<Endpoint, EndpointError> {
+        if let Some(path) = value.strip_prefix("unix://") {
+            if path.is_empty() {
+                return Err(EndpointError::EmptyUnixPath);
+            }
+            Ok(Endpoint::Unix(PathBuf::from(path)))
+        } else if let Some(addr) = value.strip_prefix("tcp://") {
+            addr.parse::<SocketAddr>()
+                .map(Endpoint::Tcp)
+                .map_err(|source| EndpointError::InvalidTcp { source })
+        } else {
+            Err(EndpointError::UnknownScheme {
+                value: value.to_owned(),
+            })
+        }
+    }
+
+    /// Whether the endpoint is reachable only from this machine: always for a Unix socket;
+    /// for TCP, when the IP is in 127.0.0.0/8 or is `::1`.
+    pub fn is_loopback(&self) -> bool {
+        match self {
+            Endpoint::Unix(_) => true,
+            Endpoint::Tcp(addr) => addr.ip().is_loopback(),
+        }
+    }
+}
+
+impl FromStr for Endpoint {
+    type Err = EndpointError;
+
+    fn from_str(value: &str) -> Result<Endpoint, EndpointError> {
+        Endpoint::parse(value)
+    }
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Endpoint::Unix(path) => write!(f, "unix://{}", path.display()),
+            Endpoint::Tcp(addr) => write!(f, "tcp://{addr}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| OsString::from(v))
+        }
+    }
+
+    fn xdg(pairs: &[(&str, &str)]) -> Result<Paths, PathsError> {
+        resolve_for(&env_of(pairs), Platform::Xdg)
+    }
+
+    fn p(s: &str) -> PathBuf {
+        PathBuf::from(s)
+    }
+
+    #[test]
+    fn memoree_home_puts_data_run_and_config_under_it() {
+        let paths = xdg(&[("MEMOREE_HOME", "/m"), ("HOME", "/home/u")]).unwrap();
+        assert_eq!(
+            paths,
+            Paths {
+                data_dir: p("/m/data"),
+                runtime_dir: p("/m/run"),
+                config_file: p("/m/config.toml"),
+                socket_path: p("/m/run/memoree.sock"),
+            }
+        );
+    }
+
+    #[test]
+    fn memoree_home_needs_no_home_directory() {
+        let paths = xdg(&[("MEMOREE_HOME", "/m")]).unwrap();
+        assert_eq!(paths.data_dir, p("/m/data"));
+    }
+
+    #[test]
+    fn per_path_overrides_beat_memoree_home() {
+        let paths = xdg(&[
+            ("MEMOREE_HOME", "/m"),
+            ("MEMOREE_DATA_DIR", "/d"),
+            ("MEMOREE_RUNTIME_DIR", "/r"),
+            ("MEMOREE_CONFIG", "/c.toml"),
+        ])
+        .unwrap();
+        assert_eq!(paths.data_dir, p("/d"));
+        assert_eq!(paths.runtime_dir, p("/r"));
+        assert_eq!(paths.config_file, p("/c.toml"));
+        assert_eq!(paths.socket_path, p("/r/memoree.sock"));
+    }
+
+    #[test]
+    fn memoree_socket_overrides_only_the_socket() {
+        let paths = xdg(&[("MEMOREE_HOME", "/m"), ("MEMOREE_SOCKET", "/tmp/s.sock")]).unwrap();
+        assert_eq!(paths.socket_path, p("/tmp/s.sock"));
+        assert_eq!(paths.runtime_dir, p("/m/run"));
+    }
+
+    #[test]
+    fn empty_variables_count_as_unset() {
+        let paths = xdg(&[
+            ("MEMOREE_HOME", ""),
+            ("MEMOREE_DATA_DIR", ""),
+            ("MEMOREE_SOCKET", ""),
+            ("XDG_DATA_HOME", ""),
+            ("HOME", "/home/u"),
+        ])
+        .unwrap();
+        assert_eq!(paths.data_dir, p("/home/u/.local/share/memoree"));
+        assert_eq!(
+            paths.socket_path,
+            p("/home/u/.local/share/memoree/run/memoree.sock")
+        );
+    }
+
+    #[test]
+    fn linux_defaults_without_xdg_variables_live_under_home() {
+        let paths = xdg(&[("HOME", "/home/u")]).unwrap();
+        assert_eq!(
+            paths,
+            Paths {
+                data_dir: p("/home/u/.local/share/memoree"),
+                runtime_dir: p("/home/u/.local/share/memoree/run"),
+                config_file: p("/home/u/.config/memoree/config.toml"),
+                socket_path: p("/home/u/.local/share/memoree/run/memoree.sock"),
+            }
+        );
+    }
+
+    #[test]
+    fn linux_defaults_follow_the_xdg_variables() {
+        let paths = xdg(&[
+            ("HOME", "/home/u"),
+            ("XDG_DATA_HOME", "/xd"),
+            ("XDG_CONFIG_HOME", "/xc"),
+            ("XDG_RUNTIME_DIR", "/run/user/1000"),
+        ])
+        .unwrap();
+        assert_eq!(
+            paths,
+            Paths {
+                data_dir: p("/xd/memoree"),
+                runtime_dir: p("/run/user/1000/memoree"),
+                config_file: p("/xc/memoree/config.toml"),
+                socket_path: p("/run/user/1000/memoree/memoree.sock"),
+            }
+        );
+    }
+
+    #[test]
+    fn the_runtime_fallback_follows_xdg_data_home() {
+        let paths = xdg(&[("HOME", "/home/u"), ("XDG_DATA_HOME", "/xd")]).unwrap();
+        assert_eq!(paths.runtime_dir, p("/xd/memoree/run"));
+    }
+
+    #[test]
+    fn relative_xdg_variables_are_ignored() {
+        let paths = xdg(&[("HOME", "/home/u"), ("XDG_DATA_HOME", "rel")]).unwrap();
+        assert_eq!(paths.data_dir, p("/home/u/.local/share/memoree"));
+    }
+
+    #[test]
+    fn macos_keeps_data_config_and_run_under_one_root() {
+        let paths = resolve_for(&env_of(&[("HOME", "/Users/u")]), Platform::MacOs).unwrap();
+        let root = p("/Users/u/Library/Application Support/dev.memoree.memoree");
+        assert_eq!(
+            paths,
+            Paths {
+                data_dir: root.clone(),
+                runtime_dir: root.join("run"),
+                config_file: root.join("config.toml"),
+                socket_path: root.join("run/memoree.sock"),
+            }
+        );
+    }
+
+    #[test]
+    fn without_a_home_the_error_asks_for_memoree_home() {
+        let err = xdg(&[("XDG_DATA_HOME", "/xd")]).unwrap_err();
+        assert!(err.to_string().contains("set MEMOREE_HOME"), "{err}");
+        assert_eq!(err.code(), ErrorCode::ConfigError);
+    }
+
+    #[test]
+    fn every_directory_override_makes_a_home_unnecessary() {
+        let paths = xdg(&[
+            ("MEMOREE_DATA_DIR", "/d"),
+            ("MEMOREE_RUNTIME_DIR", "/r"),
+            ("MEMOREE_CONFIG", "/c.toml"),
+        ])
+        .unwrap();
+        assert_eq!(paths.socket_path, p("/r/memoree.sock"));
+    }
+
+    #[test]
+    fn layout_helpers_join_the_fixed_names() {
+        let paths = xdg(&[("MEMOREE_HOME", "/m")]).unwrap();
+        assert_eq!(paths.db_file(), p("/m/data/memoree.sqlite3"));
+        assert_eq!(paths.daemon_lock(), p("/m/data/memoreed.lock"));
+        assert_eq!(paths.daemon_log(), p("/m/data/memoreed.log"));
+        assert_eq!(paths.blobs_dir(), p("/m/data/blobs"));
+        assert_eq!(paths.pending_dir(), p("/m/data/pending-checkpoints"));
+        assert_eq!(
+            socket_lock_path(&paths.socket_path),
+            p("/m/run/memoree.sock.lock")
+        );
+        assert_eq!(
+            paths.default_endpoint().to_string(),
+            "unix:///m/run/memoree.sock"
+        );
+    }
+
+    #[test]
+    fn unix_and_tcp_endpoints_parse_and_display_round_trip() {
+        for text in [
+            "unix:///tmp/m.sock",
+            "tcp://127.0.0.1:17878",
+            "tcp://[::1]:17878",
+        ] {
+            assert_eq!(Endpoint::parse(text).unwrap().to_string(), text);
+        }
+        assert_eq!(
+            Endpoint::parse("unix://rel.sock").unwrap(),
+            Endpoint::Unix(p("rel.sock"))
+        );
+    }
+
+    #[test]
+    fn an_endpoint_without_a_known_scheme_is_refused_with_its_value() {
+        let err = Endpoint::parse("http://127.0.0.1:1").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "endpoint must begin with unix:// or tcp://: http://127.0.0.1:1"
+        );
+        assert_eq!(err.code(), ErrorCode::ConfigError);
+        assert!(Endpoint::parse("/tmp/m.sock").is_err());
+    }
+
+    #[test]
+    fn an_empty_unix_path_is_refused() {
+        let err = Endpoint::parse("unix://").unwrap_err();
+        assert_eq!(err.to_string(), "Unix endpoint path is empty");
+    }
+
+    #[test]
+    fn tcp_host_names_and_bad_addresses_are_refused() {
+        for text in [
+            "tcp://localhost:17878",
+            "tcp://127.0.0.1",
+            "tcp://::1:17878",
+            "tcp://",
+        ] {
+            let err = Endpoint::parse(text).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                "invalid TCP endpoint: invalid socket address syntax"
+            );
+        }
+    }
+
+    #[test]
+    fn loopback_means_unix_127_slash_8_or_ipv6_localhost() {
+        let loopback = |text: &str| Endpoint::parse(text).unwrap().is_loopback();
+        assert!(loopback("unix:///tmp/m.sock"));
+        assert!(loopback("tcp://127.0.0.1:1"));
+        assert!(loopback("tcp://127.9.9.9:1"));
+        assert!(loopback("tcp://[::1]:1"));
+        assert!(!loopback("tcp://0.0.0.0:1"));
+        assert!(!loopback("tcp://[::]:1"));
+        assert!(!loopback("tcp://192.168.1.2:1"));
+        assert!(!loopback("tcp://[::ffff:127.0.0.1]:1"));
+    }
+}
