@@ -2,4 +2,5 @@
 //!
 //! See `ARCHITECTURE.md` for the code map and the invariants each module owns.
 
+pub mod caller;
 pub mod protocol;
