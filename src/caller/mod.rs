@@ -10,7 +10,10 @@
 //! spans are computed here, in Rust, and scope, confidence, relations, lifecycle and the
 //! decision to write are never the compiler's.
 
+pub mod compiler;
 mod error;
 pub mod proposal;
+#[cfg(test)]
+mod test_support;
 
 pub use error::CallerError;
