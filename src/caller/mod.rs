@@ -12,7 +12,9 @@
 
 pub mod compiler;
 mod error;
+pub mod findings;
 pub mod proposal;
+pub mod remember;
 #[cfg(test)]
 mod test_support;
 
