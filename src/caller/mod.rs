@@ -10,11 +10,13 @@
 //! spans are computed here, in Rust, and scope, confidence, relations, lifecycle and the
 //! decision to write are never the compiler's.
 
+pub mod checkpoint;
 pub mod compiler;
 mod error;
 pub mod findings;
 pub mod proposal;
 pub mod remember;
+mod secrets;
 #[cfg(test)]
 mod test_support;
 
