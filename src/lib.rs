@@ -4,7 +4,7 @@
 
 pub mod ambient;
 pub mod blob;
-
+pub mod caller;
 pub mod cli;
 pub mod client;
 pub mod fsutil;
