@@ -29,7 +29,11 @@ fn request(op: &str, input: Value) -> Request {
 }
 
 fn text(size: usize) -> String {
-    "memoree keeps sqlite authoritative and the cas holds blobs. ".chars().cycle().take(size).collect()
+    "memoree keeps sqlite authoritative and the cas holds blobs. "
+        .chars()
+        .cycle()
+        .take(size)
+        .collect()
 }
 
 fn raw_floor(dir: &std::path::Path) -> rusqlite::Connection {
@@ -63,7 +67,11 @@ fn bench_writes(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("raw_sqlite_floor", size), &body, |b, body| {
             b.iter(|| {
                 let tx = floor.unchecked_transaction().unwrap();
-                tx.execute("INSERT INTO rows (key, body) VALUES (?1, ?2)", (next_key(), body.as_bytes())).unwrap();
+                tx.execute(
+                    "INSERT INTO rows (key, body) VALUES (?1, ?2)",
+                    (next_key(), body.as_bytes()),
+                )
+                .unwrap();
                 tx.commit().unwrap();
             })
         });
@@ -97,9 +105,10 @@ fn estimate(path: &str) -> Option<f64> {
 
 fn report() {
     for size in [1024, 65536] {
-        if let (Some(service), Some(floor)) =
-            (estimate(&format!("write/artifact_put/{size}")), estimate(&format!("write/raw_sqlite_floor/{size}")))
-        {
+        if let (Some(service), Some(floor)) = (
+            estimate(&format!("write/artifact_put/{size}")),
+            estimate(&format!("write/raw_sqlite_floor/{size}")),
+        ) {
             println!(
                 "artifact.put {size} B: service {:.1} µs, raw rusqlite floor {:.1} µs, ratio {:.2}x",
                 service / 1e3,

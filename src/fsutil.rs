@@ -81,9 +81,7 @@ impl FsError {
 pub fn ensure_private_dir(path: &Path, allowed_entries: &[&str]) -> Result<(), FsError> {
     match fs::symlink_metadata(path) {
         Ok(meta) => check_existing_dir(path, &meta, allowed_entries),
-        Err(err) if err.kind() == io::ErrorKind::NotFound => {
-            create_private_dir(path, allowed_entries)
-        }
+        Err(err) if err.kind() == io::ErrorKind::NotFound => create_private_dir(path, allowed_entries),
         Err(err) => Err(FsError::io("inspect directory", path, err)),
     }
 }
@@ -96,8 +94,7 @@ fn create_private_dir(path: &Path, allowed_entries: &[&str]) -> Result<(), FsErr
         Ok(()) => {}
         // Someone created it between our lstat and mkdir: judge what is there now.
         Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
-            let meta = fs::symlink_metadata(path)
-                .map_err(|e| FsError::io("inspect directory", path, e))?;
+            let meta = fs::symlink_metadata(path).map_err(|e| FsError::io("inspect directory", path, e))?;
             return check_existing_dir(path, &meta, allowed_entries);
         }
         Err(err) => return Err(FsError::io("create directory", path, err)),
@@ -108,11 +105,7 @@ fn create_private_dir(path: &Path, allowed_entries: &[&str]) -> Result<(), FsErr
         .map_err(|e| FsError::io("set permissions on", path, e))
 }
 
-fn check_existing_dir(
-    path: &Path,
-    meta: &fs::Metadata,
-    allowed_entries: &[&str],
-) -> Result<(), FsError> {
+fn check_existing_dir(path: &Path, meta: &fs::Metadata, allowed_entries: &[&str]) -> Result<(), FsError> {
     if meta.file_type().is_symlink() {
         return Err(FsError::Symlink {
             path: path.to_path_buf(),
@@ -254,8 +247,7 @@ fn temp_sibling(dest: &Path) -> Result<(PathBuf, PathBuf), FsError> {
 }
 
 fn fill_temp(file: &mut File, tmp: &Path, bytes: &[u8]) -> Result<(), FsError> {
-    file.write_all(bytes)
-        .map_err(|e| FsError::io("write", tmp, e))?;
+    file.write_all(bytes).map_err(|e| FsError::io("write", tmp, e))?;
     file.sync_all().map_err(|e| FsError::io("sync", tmp, e))
 }
 
@@ -280,17 +272,12 @@ fn publish(tmp: &Path, dest: &Path, replace: bool) -> Result<(), FsError> {
 }
 
 fn hard_links_unsupported(err: &io::Error) -> bool {
-    err.kind() == io::ErrorKind::Unsupported
-        || matches!(err.raw_os_error(), Some(libc::EPERM | libc::EOPNOTSUPP))
+    err.kind() == io::ErrorKind::Unsupported || matches!(err.raw_os_error(), Some(libc::EPERM | libc::EOPNOTSUPP))
 }
 
 fn c_path(path: &Path) -> io::Result<CString> {
-    CString::new(path.as_os_str().as_bytes()).map_err(|_| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "path contains an interior NUL byte",
-        )
-    })
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains an interior NUL byte"))
 }
 
 /// Renames `from` to `to`, failing with `ErrorKind::AlreadyExists` if anything exists at
@@ -349,12 +336,7 @@ fn sys_rename_noreplace(from: &CString, to: &CString) -> io::Result<()> {
     }
 }
 
-#[cfg(not(any(
-    target_os = "linux",
-    target_os = "android",
-    target_os = "macos",
-    target_os = "ios"
-)))]
+#[cfg(not(any(target_os = "linux", target_os = "android", target_os = "macos", target_os = "ios")))]
 fn sys_rename_noreplace(_from: &CString, _to: &CString) -> io::Result<()> {
     Err(io::Error::new(
         io::ErrorKind::Unsupported,
@@ -612,12 +594,7 @@ mod tests {
         let err = write_atomic(&dest, b"evil", false).unwrap_err();
         assert!(matches!(err, FsError::AlreadyExists { .. }), "{err}");
         assert_eq!(fs::read(&target).unwrap(), b"precious");
-        assert!(
-            fs::symlink_metadata(&dest)
-                .unwrap()
-                .file_type()
-                .is_symlink()
-        );
+        assert!(fs::symlink_metadata(&dest).unwrap().file_type().is_symlink());
         assert_eq!(entries(tmp.path()), ["out", "victim"]);
     }
 
@@ -652,13 +629,7 @@ mod tests {
         let ulid = name.strip_prefix(".memoree.toml.tmp-").unwrap();
         assert_eq!(ulid.len(), 26);
         let (_, tmp) = temp_sibling(Path::new("/x/out.json")).unwrap();
-        assert!(
-            tmp.file_name()
-                .unwrap()
-                .to_str()
-                .unwrap()
-                .starts_with(".out.json.tmp-")
-        );
+        assert!(tmp.file_name().unwrap().to_str().unwrap().starts_with(".out.json.tmp-"));
     }
 
     #[test]

@@ -169,10 +169,7 @@ fn xdg_var(env: &dyn Fn(&str) -> Option<OsString>, name: &str) -> Option<PathBuf
     var(env, name).filter(|p| p.is_absolute())
 }
 
-fn resolve_for(
-    env: &dyn Fn(&str) -> Option<OsString>,
-    platform: Platform,
-) -> Result<Paths, PathsError> {
+fn resolve_for(env: &dyn Fn(&str) -> Option<OsString>, platform: Platform) -> Result<Paths, PathsError> {
     let data = var(env, "MEMOREE_DATA_DIR");
     let runtime = var(env, "MEMOREE_RUNTIME_DIR");
     let config = var(env, "MEMOREE_CONFIG");
@@ -197,10 +194,7 @@ fn resolve_for(
 }
 
 /// The locations used for whatever the per-path overrides leave unset.
-fn defaults(
-    env: &dyn Fn(&str) -> Option<OsString>,
-    platform: Platform,
-) -> Result<Defaults, PathsError> {
+fn defaults(env: &dyn Fn(&str) -> Option<OsString>, platform: Platform) -> Result<Defaults, PathsError> {
     if let Some(home) = var(env, "MEMOREE_HOME") {
         return Ok(Defaults {
             data_dir: home.join("data"),
@@ -358,16 +352,8 @@ mod tests {
     use super::*;
 
     fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
-        let pairs: Vec<(String, String)> = pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        move |name| {
-            pairs
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| OsString::from(v))
-        }
+        let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        move |name| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| OsString::from(v))
     }
 
     fn xdg(pairs: &[(&str, &str)]) -> Result<Paths, PathsError> {
@@ -431,10 +417,7 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(paths.data_dir, p("/home/u/.local/share/memoree"));
-        assert_eq!(
-            paths.socket_path,
-            p("/home/u/.local/share/memoree/run/memoree.sock")
-        );
+        assert_eq!(paths.socket_path, p("/home/u/.local/share/memoree/run/memoree.sock"));
     }
 
     #[test]
@@ -524,23 +507,13 @@ mod tests {
         assert_eq!(paths.daemon_log(), p("/m/data/memoreed.log"));
         assert_eq!(paths.blobs_dir(), p("/m/data/blobs"));
         assert_eq!(paths.pending_dir(), p("/m/data/pending-checkpoints"));
-        assert_eq!(
-            socket_lock_path(&paths.socket_path),
-            p("/m/run/memoree.sock.lock")
-        );
-        assert_eq!(
-            paths.default_endpoint().to_string(),
-            "unix:///m/run/memoree.sock"
-        );
+        assert_eq!(socket_lock_path(&paths.socket_path), p("/m/run/memoree.sock.lock"));
+        assert_eq!(paths.default_endpoint().to_string(), "unix:///m/run/memoree.sock");
     }
 
     #[test]
     fn unix_and_tcp_endpoints_parse_and_display_round_trip() {
-        for text in [
-            "unix:///tmp/m.sock",
-            "tcp://127.0.0.1:17878",
-            "tcp://[::1]:17878",
-        ] {
+        for text in ["unix:///tmp/m.sock", "tcp://127.0.0.1:17878", "tcp://[::1]:17878"] {
             assert_eq!(Endpoint::parse(text).unwrap().to_string(), text);
         }
         assert_eq!(
@@ -568,17 +541,9 @@ mod tests {
 
     #[test]
     fn tcp_host_names_and_bad_addresses_are_refused() {
-        for text in [
-            "tcp://localhost:17878",
-            "tcp://127.0.0.1",
-            "tcp://::1:17878",
-            "tcp://",
-        ] {
+        for text in ["tcp://localhost:17878", "tcp://127.0.0.1", "tcp://::1:17878", "tcp://"] {
             let err = Endpoint::parse(text).unwrap_err();
-            assert_eq!(
-                err.to_string(),
-                "invalid TCP endpoint: invalid socket address syntax"
-            );
+            assert_eq!(err.to_string(), "invalid TCP endpoint: invalid socket address syntax");
         }
     }
 

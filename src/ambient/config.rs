@@ -38,12 +38,8 @@ pub fn load_settings(path: &Path) -> Result<Settings, AmbientError> {
 }
 
 fn parse_settings(path: &Path, text: &str) -> Result<Settings, AmbientError> {
-    let invalid = |problem: String| {
-        AmbientError::Config(format!("invalid config {}: {problem}", path.display()))
-    };
-    let table: toml::Table = text
-        .parse()
-        .map_err(|err: toml::de::Error| invalid(err.to_string()))?;
+    let invalid = |problem: String| AmbientError::Config(format!("invalid config {}: {problem}", path.display()));
+    let table: toml::Table = text.parse().map_err(|err: toml::de::Error| invalid(err.to_string()))?;
     if let Some(schema) = unsupported_schema(&table) {
         return Err(AmbientError::Config(format!(
             "unsupported config schema {schema} in {}",
@@ -53,18 +49,13 @@ fn parse_settings(path: &Path, text: &str) -> Result<Settings, AmbientError> {
     reject_unknown_keys(&table, CONFIG_KEYS).map_err(invalid)?;
     let personal = match (table.get("personal"), table.get("personal_fallback")) {
         (Some(_), Some(_)) => {
-            return Err(invalid(
-                "set only one of `personal` and `personal_fallback`".to_owned(),
-            ));
+            return Err(invalid("set only one of `personal` and `personal_fallback`".to_owned()));
         }
         (Some(value), None) | (None, Some(value)) => {
             let Some(personal) = value.as_table() else {
                 return Err(invalid("`personal` must be a table".to_owned()));
             };
-            Some(
-                parse_personal(personal)
-                    .map_err(|problem| invalid(format!("[personal]: {problem}")))?,
-            )
+            Some(parse_personal(personal).map_err(|problem| invalid(format!("[personal]: {problem}")))?)
         }
         (None, None) => None,
     };
@@ -133,12 +124,8 @@ mod tests {
             config_message("default_horizon = \"workspace\"\n"),
             "invalid config /c/config.toml: unknown key `default_horizon`"
         );
-        let message =
-            config_message("[personal]\nworkspace_id = \"w\"\nproject_id = \"p\"\nmodel = \"x\"\n");
-        assert!(
-            message.ends_with("[personal]: unknown key `model`"),
-            "{message}"
-        );
+        let message = config_message("[personal]\nworkspace_id = \"w\"\nproject_id = \"p\"\nmodel = \"x\"\n");
+        assert!(message.ends_with("[personal]: unknown key `model`"), "{message}");
         let message = config_message("[personal]\nworkspace_id = \"w\"\n");
         assert!(message.ends_with("missing `project_id`"), "{message}");
         let message = config_message("personal = 3\n");
@@ -152,10 +139,7 @@ mod tests {
     #[test]
     fn malformed_toml_is_a_config_error_that_includes_the_toml_text() {
         let message = config_message("schema = = 1\n");
-        assert!(
-            message.starts_with("invalid config /c/config.toml: "),
-            "{message}"
-        );
+        assert!(message.starts_with("invalid config /c/config.toml: "), "{message}");
         assert!(message.len() > "invalid config /c/config.toml: ".len());
     }
 }

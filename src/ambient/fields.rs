@@ -24,9 +24,7 @@ pub(super) fn unsupported_schema(table: &Table) -> Option<String> {
 pub(super) fn required_text(table: &Table, key: &str) -> Result<String, String> {
     match table.get(key) {
         None => Err(format!("missing `{key}`")),
-        Some(Value::String(text)) if text.trim().is_empty() => {
-            Err(format!("`{key}` must not be blank"))
-        }
+        Some(Value::String(text)) if text.trim().is_empty() => Err(format!("`{key}` must not be blank")),
         Some(Value::String(text)) => Ok(text.clone()),
         Some(_) => Err(format!("`{key}` must be a string")),
     }

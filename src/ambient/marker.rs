@@ -70,19 +70,14 @@ pub fn find_marker(cwd: &Path) -> Result<Option<PathBuf>, AmbientError> {
 /// Reads and validates a marker file. Every problem, including an unreadable file, is a
 /// [`AmbientError::Config`].
 pub fn read_marker(path: &Path) -> Result<Marker, AmbientError> {
-    let text = fs::read_to_string(path).map_err(|err| {
-        AmbientError::Config(format!("cannot read marker {}: {err}", path.display()))
-    })?;
+    let text = fs::read_to_string(path)
+        .map_err(|err| AmbientError::Config(format!("cannot read marker {}: {err}", path.display())))?;
     parse_marker(path, &text)
 }
 
 fn parse_marker(path: &Path, text: &str) -> Result<Marker, AmbientError> {
-    let invalid = |problem: String| {
-        AmbientError::Config(format!("invalid marker {}: {problem}", path.display()))
-    };
-    let table: toml::Table = text
-        .parse()
-        .map_err(|err: toml::de::Error| invalid(err.to_string()))?;
+    let invalid = |problem: String| AmbientError::Config(format!("invalid marker {}: {problem}", path.display()));
+    let table: toml::Table = text.parse().map_err(|err: toml::de::Error| invalid(err.to_string()))?;
     if let Some(schema) = unsupported_schema(&table) {
         return Err(AmbientError::Config(format!(
             "unsupported marker schema {schema} in {}",
@@ -114,21 +109,14 @@ fn parse_marker(path: &Path, text: &str) -> Result<Marker, AmbientError> {
 /// file `.memoree.toml.tmp-<ULID>` that is hard-linked into place, so an existing marker
 /// (even a dangling link) is never replaced: that case is
 /// [`AmbientError::MarkerExists`]. No temp file is left behind.
-pub fn init_marker(
-    dir: &Path,
-    name: Option<&str>,
-    workspace_id: Option<&str>,
-) -> Result<InitOutcome, AmbientError> {
+pub fn init_marker(dir: &Path, name: Option<&str>, workspace_id: Option<&str>) -> Result<InitOutcome, AmbientError> {
     let dir = fs::canonicalize(dir).map_err(|source| AmbientError::Io {
         action: "resolve directory",
         path: dir.to_path_buf(),
         source,
     })?;
     if !dir.is_dir() {
-        return Err(AmbientError::Invalid(format!(
-            "{} is not a directory",
-            dir.display()
-        )));
+        return Err(AmbientError::Invalid(format!("{} is not a directory", dir.display())));
     }
     let name = match name {
         Some(name) => name.to_owned(),
@@ -143,15 +131,11 @@ pub fn init_marker(
             })?,
     };
     if name.trim().is_empty() {
-        return Err(AmbientError::Invalid(
-            "project name must not be blank".to_owned(),
-        ));
+        return Err(AmbientError::Invalid("project name must not be blank".to_owned()));
     }
     let workspace_id = match workspace_id {
         Some(id) if id.trim().is_empty() => {
-            return Err(AmbientError::Invalid(
-                "workspace id must not be blank".to_owned(),
-            ));
+            return Err(AmbientError::Invalid("workspace id must not be blank".to_owned()));
         }
         Some(id) if id.len() > MAX_CONTEXT_ID_BYTES => {
             return Err(AmbientError::Invalid(format!(
@@ -169,24 +153,16 @@ pub fn init_marker(
         pins: Vec::new(),
     };
     let marker = dir.join(MARKER_FILE);
-    let exists = || AmbientError::MarkerExists {
-        path: marker.clone(),
-    };
+    let exists = || AmbientError::MarkerExists { path: marker.clone() };
     if fs::symlink_metadata(&marker).is_ok() {
         return Err(exists());
     }
     let text = render_marker(&name, &context);
-    fsutil::write_atomic_default_mode(&marker, text.as_bytes(), false).map_err(
-        |err| match err {
-            FsError::AlreadyExists { .. } => exists(),
-            other => AmbientError::Fs(other),
-        },
-    )?;
-    Ok(InitOutcome {
-        marker,
-        name,
-        context,
-    })
+    fsutil::write_atomic_default_mode(&marker, text.as_bytes(), false).map_err(|err| match err {
+        FsError::AlreadyExists { .. } => exists(),
+        other => AmbientError::Fs(other),
+    })?;
+    Ok(InitOutcome { marker, name, context })
 }
 
 /// The marker text, keys in the order schema, workspace_id, project_id, name, pins.
@@ -227,20 +203,15 @@ mod tests {
     }
 
     fn is_ulid_id(id: &str, prefix: &str) -> bool {
-        id.strip_prefix(prefix).is_some_and(|rest| {
-            rest.len() == 26
-                && rest
-                    .chars()
-                    .all(|c| c.is_ascii_digit() || c.is_ascii_uppercase())
-        })
+        id.strip_prefix(prefix)
+            .is_some_and(|rest| rest.len() == 26 && rest.chars().all(|c| c.is_ascii_digit() || c.is_ascii_uppercase()))
     }
 
     #[test]
     fn a_marker_with_all_keys_parses_without_task_or_component() {
-        let marker = parse(
-            "schema = 1\nworkspace_id = \"w\"\nproject_id = \"p\"\nname = \"demo\"\npins = [\"art_1\"]\n",
-        )
-        .unwrap();
+        let marker =
+            parse("schema = 1\nworkspace_id = \"w\"\nproject_id = \"p\"\nname = \"demo\"\npins = [\"art_1\"]\n")
+                .unwrap();
         assert_eq!(marker.name, "demo");
         assert_eq!(marker.context.workspace_id, "w");
         assert_eq!(marker.context.project_id, "p");
@@ -264,29 +235,15 @@ mod tests {
     fn unknown_keys_missing_keys_and_blank_values_are_config_errors() {
         let base = "workspace_id = \"w\"\nproject_id = \"p\"\nname = \"n\"\n";
         let message = config_message(parse(&format!("{base}task_id = \"t\"\n")));
-        assert_eq!(
-            message,
-            "invalid marker /p/.memoree.toml: unknown key `task_id`"
-        );
+        assert_eq!(message, "invalid marker /p/.memoree.toml: unknown key `task_id`");
         let message = config_message(parse("workspace_id = \"w\"\nproject_id = \"p\"\n"));
         assert!(message.ends_with("missing `name`"), "{message}");
-        let message = config_message(parse(
-            "workspace_id = \" \"\nproject_id = \"p\"\nname = \"n\"\n",
-        ));
-        assert!(
-            message.ends_with("`workspace_id` must not be blank"),
-            "{message}"
-        );
+        let message = config_message(parse("workspace_id = \" \"\nproject_id = \"p\"\nname = \"n\"\n"));
+        assert!(message.ends_with("`workspace_id` must not be blank"), "{message}");
         let message = config_message(parse(&format!("{base}pins = [1]\n")));
-        assert!(
-            message.ends_with("`pins` must be an array of strings"),
-            "{message}"
-        );
+        assert!(message.ends_with("`pins` must be an array of strings"), "{message}");
         let message = config_message(parse("workspace_id = "));
-        assert!(
-            message.starts_with("invalid marker /p/.memoree.toml: "),
-            "{message}"
-        );
+        assert!(message.starts_with("invalid marker /p/.memoree.toml: "), "{message}");
     }
 
     #[test]
@@ -303,10 +260,7 @@ mod tests {
             Some(root.join(MARKER_FILE))
         );
         fs::write(root.join("a").join(MARKER_FILE), "").unwrap();
-        assert_eq!(
-            find_marker(&nested).unwrap(),
-            Some(root.join("a").join(MARKER_FILE))
-        );
+        assert_eq!(find_marker(&nested).unwrap(), Some(root.join("a").join(MARKER_FILE)));
     }
 
     #[test]
@@ -325,21 +279,14 @@ mod tests {
         let dir = tmp.path().join("my-project");
         fs::create_dir(&dir).unwrap();
         let outcome = init_marker(&dir, None, None).unwrap();
-        assert_eq!(
-            outcome.marker,
-            dir.canonicalize().unwrap().join(MARKER_FILE)
-        );
+        assert_eq!(outcome.marker, dir.canonicalize().unwrap().join(MARKER_FILE));
         assert_eq!(outcome.name, "my-project");
         assert!(
             is_ulid_id(&outcome.context.workspace_id, "wsp_"),
             "{:?}",
             outcome.context
         );
-        assert!(
-            is_ulid_id(&outcome.context.project_id, "prj_"),
-            "{:?}",
-            outcome.context
-        );
+        assert!(is_ulid_id(&outcome.context.project_id, "prj_"), "{:?}", outcome.context);
         let text = fs::read_to_string(&outcome.marker).unwrap();
         assert_eq!(
             text,
@@ -373,10 +320,7 @@ mod tests {
         let expected = tmp.path().canonicalize().unwrap().join(MARKER_FILE);
         assert_eq!(
             err.to_string(),
-            format!(
-                "refusing to overwrite existing marker {}",
-                expected.display()
-            )
+            format!("refusing to overwrite existing marker {}", expected.display())
         );
         assert_eq!(fs::read_to_string(&marker).unwrap(), "original");
         assert_eq!(entries(tmp.path()), [MARKER_FILE]);

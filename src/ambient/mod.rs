@@ -28,8 +28,8 @@ use crate::protocol::{AmbientContext, ContextSource, ErrorCode};
 pub use config::{Settings, load_settings};
 pub use marker::{InitOutcome, MARKER_FILE, Marker, find_marker, init_marker, read_marker};
 pub use session::{
-    SESSION_ENV, decode_session_context, derive_task_id, encode_session_context,
-    read_session_context, session_context_for_task,
+    SESSION_ENV, decode_session_context, derive_task_id, encode_session_context, read_session_context,
+    session_context_for_task,
 };
 
 /// The implicit sources in the order they are consulted, as `context explain` reports them.
@@ -132,11 +132,7 @@ fn resolve_implicit(
     }
     if let Some(path) = find_marker(cwd)? {
         let marker = read_marker(&path)?;
-        return Ok(Resolution::found(
-            marker.context,
-            ContextSource::Marker,
-            Some(path),
-        ));
+        return Ok(Resolution::found(marker.context, ContextSource::Marker, Some(path)));
     }
     match load_settings(config_path)?.personal {
         Some(context) => Ok(Resolution::found(
@@ -188,11 +184,7 @@ pub fn explain(
     config_path: &Path,
 ) -> Result<Explanation, AmbientError> {
     let resolution = resolve_implicit(env, cwd, config_path)?;
-    let scope = resolution
-        .context
-        .as_ref()
-        .map(describe_scope)
-        .unwrap_or_default();
+    let scope = resolution.context.as_ref().map(describe_scope).unwrap_or_default();
     let summary = match (resolution.source, &resolution.source_path) {
         (ContextSource::Session, _) => {
             format!("using the session context from {SESSION_ENV} ({scope})")
@@ -201,10 +193,7 @@ pub fn explain(
             format!("using the project marker {} ({scope})", path.display())
         }
         (ContextSource::Personal, Some(path)) => {
-            format!(
-                "using the personal fallback in {} ({scope})",
-                path.display()
-            )
+            format!("using the personal fallback in {} ({scope})", path.display())
         }
         _ => format!(
             "no ambient context: {SESSION_ENV} is unset, no {MARKER_FILE} exists in {} or its \
@@ -224,10 +213,7 @@ pub fn explain(
 }
 
 fn describe_scope(context: &AmbientContext) -> String {
-    let mut scope = format!(
-        "workspace {}, project {}",
-        context.workspace_id, context.project_id
-    );
+    let mut scope = format!("workspace {}, project {}", context.workspace_id, context.project_id);
     if let Some(task) = &context.task_id {
         scope.push_str(&format!(", task {task}"));
     }

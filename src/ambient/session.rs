@@ -15,9 +15,7 @@ pub const SESSION_ENV: &str = "MEMOREE_CONTEXT";
 const TASK_ID_HEX_CHARS: usize = 20;
 
 /// Reads `MEMOREE_CONTEXT` through `env`. Unset or blank means no session context.
-pub fn read_session_context(
-    env: &dyn Fn(&str) -> Option<OsString>,
-) -> Result<Option<AmbientContext>, AmbientError> {
+pub fn read_session_context(env: &dyn Fn(&str) -> Option<OsString>) -> Result<Option<AmbientContext>, AmbientError> {
     let Some(raw) = env(SESSION_ENV) else {
         return Ok(None);
     };
@@ -33,10 +31,9 @@ pub fn read_session_context(
 /// Parses and validates a session context JSON document. Unknown fields are rejected;
 /// `null` is accepted for `task_id` and `component`.
 pub fn decode_session_context(text: &str) -> Result<AmbientContext, AmbientError> {
-    let context: AmbientContext = serde_json::from_str(text)
-        .map_err(|err| AmbientError::Config(format!("invalid {SESSION_ENV} JSON: {err}")))?;
-    check_context(&context)
-        .map_err(|problem| AmbientError::Config(format!("invalid {SESSION_ENV}: {problem}")))?;
+    let context: AmbientContext =
+        serde_json::from_str(text).map_err(|err| AmbientError::Config(format!("invalid {SESSION_ENV} JSON: {err}")))?;
+    check_context(&context).map_err(|problem| AmbientError::Config(format!("invalid {SESSION_ENV}: {problem}")))?;
     Ok(context)
 }
 
@@ -57,14 +54,9 @@ pub fn derive_task_id(workspace_id: &str, project_id: &str, task_name: &str) -> 
 /// project, component and pins, with the task replaced by the derived task id.
 ///
 /// The task name must be non-blank and at most 256 bytes ([`AmbientError::Invalid`]).
-pub fn session_context_for_task(
-    resolved: &AmbientContext,
-    task_name: &str,
-) -> Result<AmbientContext, AmbientError> {
+pub fn session_context_for_task(resolved: &AmbientContext, task_name: &str) -> Result<AmbientContext, AmbientError> {
     if task_name.trim().is_empty() {
-        return Err(AmbientError::Invalid(
-            "task name must not be blank".to_owned(),
-        ));
+        return Err(AmbientError::Invalid("task name must not be blank".to_owned()));
     }
     if task_name.len() > MAX_CONTEXT_ID_BYTES {
         return Err(AmbientError::Invalid(format!(
@@ -72,11 +64,7 @@ pub fn session_context_for_task(
         )));
     }
     Ok(AmbientContext {
-        task_id: Some(derive_task_id(
-            &resolved.workspace_id,
-            &resolved.project_id,
-            task_name,
-        )),
+        task_id: Some(derive_task_id(&resolved.workspace_id, &resolved.project_id, task_name)),
         ..resolved.clone()
     })
 }
@@ -102,9 +90,7 @@ pub(super) fn check_context(context: &AmbientContext) -> Result<(), String> {
             return Err(format!("pins[{index}] must not be blank"));
         }
         if pin.len() > MAX_PIN_BYTES {
-            return Err(format!(
-                "pins[{index}] must be at most {MAX_PIN_BYTES} bytes"
-            ));
+            return Err(format!("pins[{index}] must be at most {MAX_PIN_BYTES} bytes"));
         }
     }
     Ok(())
@@ -115,9 +101,7 @@ fn check_id(field: &str, value: &str) -> Result<(), String> {
         return Err(format!("{field} must not be blank"));
     }
     if value.len() > MAX_CONTEXT_ID_BYTES {
-        return Err(format!(
-            "{field} must be at most {MAX_CONTEXT_ID_BYTES} bytes"
-        ));
+        return Err(format!("{field} must be at most {MAX_CONTEXT_ID_BYTES} bytes"));
     }
     Ok(())
 }
@@ -222,12 +206,8 @@ mod tests {
     #[test]
     fn malformed_json_and_unknown_fields_are_config_errors() {
         assert!(config_message("{").starts_with("invalid MEMOREE_CONTEXT JSON: "));
-        let message =
-            config_message(r#"{"workspace_id":"w","project_id":"p","pins":[],"extra":1}"#);
-        assert!(
-            message.starts_with("invalid MEMOREE_CONTEXT JSON: "),
-            "{message}"
-        );
+        let message = config_message(r#"{"workspace_id":"w","project_id":"p","pins":[],"extra":1}"#);
+        assert!(message.starts_with("invalid MEMOREE_CONTEXT JSON: "), "{message}");
         assert!(message.contains("extra"), "{message}");
         assert!(config_message(r#"{"project_id":"p","pins":[]}"#).contains("workspace_id"));
     }
@@ -253,9 +233,7 @@ mod tests {
                 "task_id must not be blank",
             ),
             (
-                format!(
-                    r#"{{"workspace_id":"w","project_id":"p","component":"{long}","pins":[]}}"#
-                ),
+                format!(r#"{{"workspace_id":"w","project_id":"p","component":"{long}","pins":[]}}"#),
                 "component must be at most 256 bytes",
             ),
             (
@@ -271,25 +249,16 @@ mod tests {
             ),
         ];
         for (text, expected) in cases {
-            assert_eq!(
-                config_message(&text),
-                format!("invalid MEMOREE_CONTEXT: {expected}")
-            );
+            assert_eq!(config_message(&text), format!("invalid MEMOREE_CONTEXT: {expected}"));
         }
     }
 
     #[test]
     fn at_most_128_pins_are_accepted() {
         let pins = |n: usize| vec!["\"p\""; n].join(",");
-        let ok = format!(
-            r#"{{"workspace_id":"w","project_id":"p","pins":[{}]}}"#,
-            pins(128)
-        );
+        let ok = format!(r#"{{"workspace_id":"w","project_id":"p","pins":[{}]}}"#, pins(128));
         assert_eq!(decode_session_context(&ok).unwrap().pins.len(), 128);
-        let too_many = format!(
-            r#"{{"workspace_id":"w","project_id":"p","pins":[{}]}}"#,
-            pins(129)
-        );
+        let too_many = format!(r#"{{"workspace_id":"w","project_id":"p","pins":[{}]}}"#, pins(129));
         assert!(config_message(&too_many).contains("at most 128 pins"));
     }
 
@@ -302,9 +271,6 @@ mod tests {
 
         use std::os::unix::ffi::OsStringExt;
         let bad = |_: &str| Some(OsString::from_vec(vec![0xff, b'{']));
-        assert!(matches!(
-            read_session_context(&bad),
-            Err(AmbientError::Config(_))
-        ));
+        assert!(matches!(read_session_context(&bad), Err(AmbientError::Config(_))));
     }
 }

@@ -5,15 +5,12 @@ use std::os::unix::fs::symlink;
 
 use super::*;
 
-const SESSION: &str =
-    r#"{"workspace_id":"wsp_session","project_id":"prj_session","task_id":"tsk_s","pins":[]}"#;
+const SESSION: &str = r#"{"workspace_id":"wsp_session","project_id":"prj_session","task_id":"tsk_s","pins":[]}"#;
 const PERSONAL: &str = "[personal]\nworkspace_id = \"wsp_me\"\nproject_id = \"prj_me\"\n";
 const BROKEN_TOML: &str = "this is = = not toml";
 
 fn marker_text(project: &str) -> String {
-    format!(
-        "schema = 1\nworkspace_id = \"wsp_team\"\nproject_id = \"{project}\"\nname = \"demo\"\npins = []\n"
-    )
+    format!("schema = 1\nworkspace_id = \"wsp_team\"\nproject_id = \"{project}\"\nname = \"demo\"\npins = []\n")
 }
 
 /// A temp tree: `root/` (canonical) with a `config.toml` path next to it.
@@ -117,10 +114,7 @@ fn an_invalid_session_context_is_an_error_even_with_a_valid_marker() {
     tree.marker("", &marker_text("prj_marker"));
     let env = session_env(r#"{"workspace_id":"w","project_id":" ","pins":[]}"#);
     let message = config_error(resolve(None, &env, &tree.root, &tree.config));
-    assert_eq!(
-        message,
-        "invalid MEMOREE_CONTEXT: project_id must not be blank"
-    );
+    assert_eq!(message, "invalid MEMOREE_CONTEXT: project_id must not be blank");
 }
 
 #[test]
@@ -236,17 +230,10 @@ fn explain_names_the_marker_that_applies() {
     let explanation = explain(&no_env, &tree.root, &tree.config).unwrap();
     assert_eq!(explanation.selected, ContextSource::Marker);
     assert_eq!(explanation.source_path, Some(marker.clone()));
-    assert!(
-        explanation.summary.contains("prj_marker"),
-        "{}",
-        explanation.summary
-    );
+    assert!(explanation.summary.contains("prj_marker"), "{}", explanation.summary);
     let json = explanation.to_json();
     assert_eq!(json["selected"], "marker");
-    assert_eq!(
-        json["precedence"],
-        serde_json::json!(["session", "marker", "personal"])
-    );
+    assert_eq!(json["precedence"], serde_json::json!(["session", "marker", "personal"]));
     assert_eq!(json["source_path"], marker.to_string_lossy().as_ref());
     assert_eq!(json["cwd"], tree.root.to_string_lossy().as_ref());
 }
@@ -270,11 +257,7 @@ fn explain_succeeds_with_none_selected_when_nothing_applies() {
     let explanation = explain(&no_env, &tree.root, &tree.config).unwrap();
     assert_eq!(explanation.selected, ContextSource::None);
     assert_eq!(explanation.to_json()["selected"], "none");
-    assert!(
-        explanation.summary.contains("memoree init"),
-        "{}",
-        explanation.summary
-    );
+    assert!(explanation.summary.contains("memoree init"), "{}", explanation.summary);
 }
 
 #[test]
@@ -289,19 +272,10 @@ fn explain_fails_on_a_broken_marker_like_resolution_does() {
 
 #[test]
 fn error_codes_follow_the_error_kind() {
+    assert_eq!(AmbientError::Config(String::new()).code(), ErrorCode::ConfigError);
     assert_eq!(
-        AmbientError::Config(String::new()).code(),
+        AmbientError::MarkerExists { path: PathBuf::new() }.code(),
         ErrorCode::ConfigError
     );
-    assert_eq!(
-        AmbientError::MarkerExists {
-            path: PathBuf::new()
-        }
-        .code(),
-        ErrorCode::ConfigError
-    );
-    assert_eq!(
-        AmbientError::Invalid(String::new()).code(),
-        ErrorCode::InvalidRequest
-    );
+    assert_eq!(AmbientError::Invalid(String::new()).code(), ErrorCode::InvalidRequest);
 }

@@ -42,7 +42,7 @@ pub(crate) fn read_request() -> Result<Value, Response> {
 }
 
 pub(crate) fn run(global: &GlobalArgs) -> Response {
-    let request = match read_request() {
+    let mut request = match read_request() {
         Ok(request) => request,
         Err(response) => return response,
     };
@@ -51,6 +51,9 @@ pub(crate) fn run(global: &GlobalArgs) -> Response {
         .and_then(Value::as_str)
         .unwrap_or(crate::protocol::CLI_REQUEST_ID);
     let request_id = request_id.to_owned();
+    if let Err(response) = super::transport::attach_context(&mut request, &request_id) {
+        return response;
+    }
     let transport = match super::transport::select(global) {
         Ok(transport) => transport,
         Err(error) => return error.to_response(&request_id),

@@ -10,8 +10,8 @@ pub mod snippet;
 
 pub use query::{FtsQuery, QueryError, build_fts_query};
 pub use rank::{
-    DecayClass, EffectiveBasis, RankInput, RankedPosition, decay_class_for_artifact,
-    decay_class_for_claim, lexical_score_from_bm25, recency_bonus, rerank,
+    DecayClass, EffectiveBasis, RankInput, RankedPosition, decay_class_for_artifact, decay_class_for_claim,
+    lexical_score_from_bm25, recency_bonus, rerank,
 };
 pub use render::{EntityKind, RenderConflict, RenderHit, Rendered, RenderedItem, render_context};
 pub use risk::risk_signals;

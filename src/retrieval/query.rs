@@ -72,10 +72,7 @@ mod tests {
     #[test]
     fn words_are_quoted_and_joined_with_or() {
         let query = build_fts_query("Why is SQLite authoritative?").unwrap();
-        assert_eq!(
-            query.match_expr,
-            r#""Why" OR "is" OR "SQLite" OR "authoritative""#
-        );
+        assert_eq!(query.match_expr, r#""Why" OR "is" OR "SQLite" OR "authoritative""#);
         assert_eq!(query.tokens, ["Why", "is", "SQLite", "authoritative"]);
     }
 
@@ -94,10 +91,7 @@ mod tests {
     #[test]
     fn operators_become_literal_words() {
         let query = build_fts_query("a AND NOT b* col:x").unwrap();
-        assert_eq!(
-            query.match_expr,
-            r#""a" OR "AND" OR "NOT" OR "b" OR "col" OR "x""#
-        );
+        assert_eq!(query.match_expr, r#""a" OR "AND" OR "NOT" OR "b" OR "col" OR "x""#);
     }
 
     #[test]
@@ -127,10 +121,7 @@ mod tests {
     #[test]
     fn forty_eight_words_are_accepted_and_forty_nine_are_not() {
         let words = |n: usize| (0..n).map(|i| format!("w{i}")).collect::<Vec<_>>();
-        assert_eq!(
-            build_fts_query(&words(48).join(" ")).unwrap().tokens.len(),
-            48
-        );
+        assert_eq!(build_fts_query(&words(48).join(" ")).unwrap().tokens.len(), 48);
         let error = build_fts_query(&words(49).join(" ")).unwrap_err();
         assert_eq!(error, QueryError::TooManyTokens);
         assert_eq!(
@@ -211,9 +202,7 @@ mod tests {
             "\u{0}x",
             "é東京",
         ];
-        let mut statement = db
-            .prepare("SELECT count(*) FROM docs WHERE docs MATCH ?1")
-            .unwrap();
+        let mut statement = db.prepare("SELECT count(*) FROM docs WHERE docs MATCH ?1").unwrap();
         for query in hostile {
             let built = match build_fts_query(query) {
                 Ok(built) => built,
@@ -221,13 +210,8 @@ mod tests {
                 Err(QueryError::NoTokens) => continue,
                 Err(error) => panic!("{query:?}: {error}"),
             };
-            let result: rusqlite::Result<i64> =
-                statement.query_row([&built.match_expr], |row| row.get(0));
-            assert!(
-                result.is_ok(),
-                "{query:?} → {}: {result:?}",
-                built.match_expr
-            );
+            let result: rusqlite::Result<i64> = statement.query_row([&built.match_expr], |row| row.get(0));
+            assert!(result.is_ok(), "{query:?} → {}: {result:?}", built.match_expr);
         }
     }
 

@@ -142,11 +142,7 @@ impl EffectiveBasis {
 /// The lexical score of an FTS5 `bm25()` value: its negation, floored at 0. A
 /// non-finite value scores 0.
 pub fn lexical_score_from_bm25(bm25: f64) -> f64 {
-    if bm25.is_finite() {
-        (-bm25).max(0.0)
-    } else {
-        0.0
-    }
+    if bm25.is_finite() { (-bm25).max(0.0) } else { 0.0 }
 }
 
 /// The freshness bonus of an eligible item: `score × ratio × 2^(−age_days / half_life)`.
@@ -270,10 +266,7 @@ mod tests {
         assert_eq!(decay_class_for_claim("decision"), DecayClass::Decision);
         assert_eq!(decay_class_for_claim("constraint"), DecayClass::Constraint);
         assert_eq!(decay_class_for_claim("procedure"), DecayClass::Procedure);
-        assert_eq!(
-            decay_class_for_claim("observation"),
-            DecayClass::Observation
-        );
+        assert_eq!(decay_class_for_claim("observation"), DecayClass::Observation);
         assert_eq!(decay_class_for_claim("preference"), DecayClass::Preference);
         assert_eq!(decay_class_for_claim("fact"), DecayClass::General);
         assert_eq!(decay_class_for_claim("anything else"), DecayClass::General);
@@ -305,10 +298,7 @@ mod tests {
 
     #[test]
     fn effective_basis_spellings_follow_the_wire() {
-        assert_eq!(
-            EffectiveBasis::RevisionCreatedAt.as_str(),
-            "revision_created_at"
-        );
+        assert_eq!(EffectiveBasis::RevisionCreatedAt.as_str(), "revision_created_at");
         assert_eq!(EffectiveBasis::ValidFrom.as_str(), "valid_from");
     }
 
@@ -342,10 +332,7 @@ mod tests {
 
     #[test]
     fn a_fresh_item_rises_past_a_slightly_better_stale_one() {
-        let ranked = rerank(
-            &[candidate(1.0, true, 3650), candidate(0.99, true, 0)],
-            true,
-        );
+        let ranked = rerank(&[candidate(1.0, true, 3650), candidate(0.99, true, 0)], true);
         assert_eq!(positions(&ranked), [1, 0]);
         assert!((ranked[1].score - 0.99 * 1.1).abs() < 1e-12);
     }
@@ -366,10 +353,7 @@ mod tests {
 
     #[test]
     fn disabled_recency_keeps_lexical_order_and_gives_no_bonus() {
-        let ranked = rerank(
-            &[candidate(1.0, true, 3650), candidate(0.99, true, 0)],
-            false,
-        );
+        let ranked = rerank(&[candidate(1.0, true, 3650), candidate(0.99, true, 0)], false);
         assert_eq!(positions(&ranked), [0, 1]);
         assert!(ranked.iter().all(|r| r.bonus == 0.0));
         assert_eq!(ranked[1].score, 0.99);
@@ -394,28 +378,19 @@ mod tests {
 
     /// Lists sorted by descending lexical score, as the search hands them over.
     fn lexical_list() -> impl Strategy<Value = Vec<RankInput>> {
-        prop::collection::vec(
-            (
-                0.0f64..10.0,
-                any::<bool>(),
-                -DAY..4000 * DAY,
-                class_strategy(),
-            ),
-            0..30,
-        )
-        .prop_map(|mut raw| {
-            raw.sort_by(|a, b| b.0.total_cmp(&a.0));
-            raw.into_iter()
-                .map(
-                    |(lexical_score, eligible, effective_age_seconds, class)| RankInput {
+        prop::collection::vec((0.0f64..10.0, any::<bool>(), -DAY..4000 * DAY, class_strategy()), 0..30).prop_map(
+            |mut raw| {
+                raw.sort_by(|a, b| b.0.total_cmp(&a.0));
+                raw.into_iter()
+                    .map(|(lexical_score, eligible, effective_age_seconds, class)| RankInput {
                         lexical_score,
                         eligible,
                         effective_age_seconds,
                         class,
-                    },
-                )
-                .collect()
-        })
+                    })
+                    .collect()
+            },
+        )
     }
 
     proptest! {

@@ -15,8 +15,7 @@ const CONFLICTS_HEADING: &str = "\n## Unresolved contradictions\n";
 /// Closes an artifact excerpt that was cut to fit the budget.
 pub const TRUNCATION_MARKER: &str = "\n> … [excerpt truncated; fetch the exact cited revision]";
 /// Stands in for an empty excerpt.
-pub const PLACEHOLDER_EXCERPT: &str =
-    "No text excerpt is available. Fetch the exact cited artifact revision.";
+pub const PLACEHOLDER_EXCERPT: &str = "No text excerpt is available. Fetch the exact cited artifact revision.";
 /// Titles are quoted up to this many bytes.
 pub const MAX_RENDERED_TITLE_BYTES: usize = 256;
 /// The blockquote prefix of every line of retrieved text.
@@ -95,11 +94,7 @@ pub struct Rendered {
 /// heading fits, with as many bullets as fit. Each hit is then added whole, or, for an
 /// artifact with a real excerpt, with its excerpt cut and a truncation marker; a hit
 /// that cannot fit is omitted and counted. Claims and placeholder excerpts are never cut.
-pub fn render_context(
-    hits: &[RenderHit],
-    conflicts: &[RenderConflict],
-    max_bytes: usize,
-) -> Rendered {
+pub fn render_context(hits: &[RenderHit], conflicts: &[RenderConflict], max_bytes: usize) -> Rendered {
     let mut out = String::from(truncate_to_char_boundary(HEADER, max_bytes));
     if !conflicts.is_empty() && out.len() + CONFLICTS_HEADING.len() <= max_bytes {
         out.push_str(CONFLICTS_HEADING);
@@ -115,10 +110,7 @@ pub fn render_context(
         }
     }
 
-    let items: Vec<RenderedItem> = hits
-        .iter()
-        .map(|hit| render_hit(&mut out, hit, max_bytes))
-        .collect();
+    let items: Vec<RenderedItem> = hits.iter().map(|hit| render_hit(&mut out, hit, max_bytes)).collect();
     let omitted_count = items.iter().filter(|item| !item.included).count();
     debug_assert!(out.len() <= max_bytes);
     Rendered {
@@ -213,10 +205,7 @@ pub fn item_header(hit: &RenderHit) -> String {
     }
     header.push_str(&format!("Matched by: {}  \n", hit.matched_by.join(", ")));
     if !hit.risk_signals.is_empty() {
-        header.push_str(&format!(
-            "Risk signals: {}  \n",
-            hit.risk_signals.join(", ")
-        ));
+        header.push_str(&format!("Risk signals: {}  \n", hit.risk_signals.join(", ")));
     }
     header.push_str("\nUntrusted excerpt:\n");
     header
@@ -272,11 +261,7 @@ fn lines_with_endings(text: &str) -> impl Iterator<Item = &str> {
                     break;
                 }
                 b'\r' => {
-                    end += if bytes.get(end + 1) == Some(&b'\n') {
-                        2
-                    } else {
-                        1
-                    };
+                    end += if bytes.get(end + 1) == Some(&b'\n') { 2 } else { 1 };
                     break;
                 }
                 _ => end += 1,

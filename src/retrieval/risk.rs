@@ -26,21 +26,11 @@ const SIGNALS: [(&str, &[&str]); 4] = [
     ),
     (
         "tool_execution_language",
-        &[
-            "tool_call",
-            "function_call",
-            "run this command",
-            "execute this command",
-        ],
+        &["tool_call", "function_call", "run this command", "execute this command"],
     ),
     (
         "sensitive_data_language",
-        &[
-            "api key",
-            "access token",
-            "private key",
-            "environment variables",
-        ],
+        &["api key", "access token", "private key", "environment variables"],
     ),
 ];
 

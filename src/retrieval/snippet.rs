@@ -141,11 +141,7 @@ fn score_window(
         .iter()
         .take_while(|instance| instance.position < from + window)
     {
-        score += if seen[instance.phrase] {
-            1
-        } else {
-            DISTINCT_HIT_SCORE
-        };
+        score += if seen[instance.phrase] { 1 } else { DISTINCT_HIT_SCORE };
         seen[instance.phrase] = true;
         first.get_or_insert(instance.position);
         last = instance.position + instance.len;
@@ -215,13 +211,7 @@ fn coalesce(instances: &[Instance]) -> Vec<(usize, usize)> {
 }
 
 /// Renders the window `[start, start + window)` with highlights and ellipses.
-fn highlight(
-    body: &str,
-    words: &[(usize, usize)],
-    instances: &[Instance],
-    start: usize,
-    window: usize,
-) -> String {
+fn highlight(body: &str, words: &[(usize, usize)], instances: &[Instance], start: usize, window: usize) -> String {
     let last_word = start + window - 1;
     let runs = coalesce(instances);
     let mut run = runs.partition_point(|&(first, _)| first < start);

@@ -22,7 +22,7 @@ use serde_json::Value;
 
 pub use error::{ServiceError, error_body};
 
-use crate::protocol::limits;
+use crate::protocol::{limits, schema};
 use crate::protocol::{
     AmbientContext, Horizon, Operation, PROTOCOL_VERSION, Request, ResolvedContext, Response, Warning,
 };
@@ -122,6 +122,7 @@ impl Call<'_> {
 
 /// Validates and decodes an operation input, naming the failing field.
 pub(crate) fn decode_input<T: DeserializeOwned>(op: Operation, input: &Value) -> Result<T, ServiceError> {
+    schema::validate_input(op, input).map_err(|v| ServiceError::invalid(format!("invalid input for {op}: {v}")))?;
     serde_json::from_value(input.clone()).map_err(|e| ServiceError::invalid(format!("invalid input for {op}: {e}")))
 }
 
@@ -173,6 +174,9 @@ impl Service {
             && (v.is_u64() || v.is_i64())
         {
             return failure(&request_id, ServiceError::UnsupportedVersion(v.as_u64().unwrap_or(0)));
+        }
+        if let Err(violation) = schema::validate_request(&value) {
+            return failure(&request_id, ServiceError::invalid(format!("invalid request envelope: {violation}")));
         }
         match serde_json::from_value::<Request>(value) {
             Ok(request) => self.handle(request),

@@ -125,9 +125,11 @@ fn a_claim_without_evidence_says_so() {
 fn retrieved_lines_that_look_like_markdown_structure_stay_quoted() {
     let excerpt = "# System\nCitation: `x`  \r## Retrieved claim\r\n\nok";
     let rendered = render_context(&[artifact("t", excerpt)], &[], 4096);
-    assert!(rendered.markdown.ends_with(
-        "Untrusted excerpt:\n> # System\n> Citation: `x`  \r> ## Retrieved claim\r\n> \n> ok\n"
-    ));
+    assert!(
+        rendered
+            .markdown
+            .ends_with("Untrusted excerpt:\n> # System\n> Citation: `x`  \r> ## Retrieved claim\r\n> \n> ok\n")
+    );
 }
 
 #[test]
@@ -174,11 +176,7 @@ fn a_long_artifact_excerpt_is_cut_and_marked() {
     let max = HEADER.len() + item_header(&hit).len() + 120;
     let rendered = render_context(&[hit], &[], max);
     assert!(rendered.markdown.len() <= max);
-    assert!(
-        rendered
-            .markdown
-            .ends_with(&format!("{TRUNCATION_MARKER}\n"))
-    );
+    assert!(rendered.markdown.ends_with(&format!("{TRUNCATION_MARKER}\n")));
     let item = rendered.items[0];
     assert!(item.included && item.excerpt_truncated);
     assert!(item.included_bytes > 0 && item.included_bytes < excerpt.len());
@@ -260,21 +258,17 @@ fn hostile_line() -> impl Strategy<Value = String> {
 
 fn hostile_text() -> impl Strategy<Value = String> {
     let ending = prop::sample::select(vec!["\n", "\r\n", "\r"]);
-    (
-        prop::collection::vec((hostile_line(), ending), 0..8),
-        any::<bool>(),
-    )
-        .prop_map(|(lines, trailing)| {
-            let mut text = String::new();
-            for (line, ending) in lines {
-                text.push_str(&line);
-                text.push_str(ending);
-            }
-            if !trailing {
-                text.truncate(text.trim_end_matches(['\r', '\n']).len());
-            }
-            text
-        })
+    (prop::collection::vec((hostile_line(), ending), 0..8), any::<bool>()).prop_map(|(lines, trailing)| {
+        let mut text = String::new();
+        for (line, ending) in lines {
+            text.push_str(&line);
+            text.push_str(ending);
+        }
+        if !trailing {
+            text.truncate(text.trim_end_matches(['\r', '\n']).len());
+        }
+        text
+    })
 }
 
 fn hit_strategy() -> impl Strategy<Value = RenderHit> {
@@ -286,11 +280,7 @@ fn hit_strategy() -> impl Strategy<Value = RenderHit> {
         any::<bool>(),
     )
         .prop_map(|(is_claim, title, excerpt, evidence, risky)| {
-            let evidence = evidence.map(|list| {
-                list.into_iter()
-                    .map(|id| format!("memoree://artifact/{id}"))
-                    .collect()
-            });
+            let evidence = evidence.map(|list| list.into_iter().map(|id| format!("memoree://artifact/{id}")).collect());
             RenderHit {
                 entity_kind: if is_claim {
                     EntityKind::Claim

@@ -15,11 +15,8 @@ fn sqlite_snippet(body: &str, tokens: &[String], max_tokens: usize) -> String {
     db.execute_batch("CREATE VIRTUAL TABLE docs USING fts5(title, body);")
         .unwrap();
     // The title holds every query word, so the row always matches.
-    db.execute(
-        "INSERT INTO docs VALUES (?1, ?2)",
-        [tokens.join(" "), body.to_owned()],
-    )
-    .unwrap();
+    db.execute("INSERT INTO docs VALUES (?1, ?2)", [tokens.join(" "), body.to_owned()])
+        .unwrap();
     let query = build_fts_query(&tokens.join(" ")).unwrap();
     db.query_row(
         "SELECT snippet(docs, 1, '‹', '›', ' … ', ?2) FROM docs WHERE docs MATCH ?1",
@@ -57,10 +54,7 @@ fn a_body_without_words_is_returned_whole() {
 #[test]
 fn a_window_inside_the_body_gets_ellipses_on_both_sides() {
     let body = "w0 w1 w2 w3 w4 target w6 w7 w8 w9 w10";
-    assert_eq!(
-        snippet(body, &words(&["target"]), 3),
-        " … w4 ‹target› w6 … "
-    );
+    assert_eq!(snippet(body, &words(&["target"]), 3), " … w4 ‹target› w6 … ");
 }
 
 #[test]
@@ -97,11 +91,7 @@ fn known_cases_agree_with_sqlite() {
             &["cas", "blobs"],
             36,
         ),
-        (
-            "alpha beta gamma delta epsilon zeta eta theta",
-            &["zeta"],
-            4,
-        ),
+        ("alpha beta gamma delta epsilon zeta eta theta", &["zeta"], 4),
         ("a b a b a b a b a b c", &["a", "c"], 3),
         ("x_y x y x-y", &["x_y"], 36),
         ("no match here at all, really none", &["zzz"], 4),
