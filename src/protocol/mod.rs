@@ -9,6 +9,7 @@ mod error_code;
 pub mod limits;
 pub mod meta;
 mod op;
+pub mod relation;
 
 pub use envelope::{
     AmbientContext, CLI_REQUEST_ID, ContextSource, ErrorBody, Horizon, PROTOCOL_VERSION, Request, ResolvedContext,
