@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use super::mutation;
 use crate::protocol::relation::{
-    ConflictClaimSnapshot, ConflictListInput, ConflictListItem, ConflictListResult, RelationListInput,
+    ConflictClaimSnapshot, ConflictListInput, ConflictListItem, ConflictListResult, EntityType, RelationListInput,
     RelationListResult, RelationPutInput, RelationRecord,
 };
 use crate::protocol::{Horizon, limits};
@@ -33,8 +33,8 @@ pub(super) fn put(service: &Service, call: &Call<'_>) -> Result<Output, ServiceE
         )));
     }
     let relation = input.relation;
-    if relation.is_claim_lifecycle() && (input.source_type.as_str() != "claim" || input.target_type.as_str() != "claim")
-    {
+    let claims = input.source_type == EntityType::Claim && input.target_type == EntityType::Claim;
+    if relation.is_claim_lifecycle() && !claims {
         return Err(ServiceError::invalid(format!(
             "{} relations require claim-to-claim endpoints",
             relation.as_str()
