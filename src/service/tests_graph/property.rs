@@ -150,7 +150,7 @@ fn check_invariants(f: &Fixture, ids: &[Value], model: &Model) {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: 32,
+        cases: 24,
         max_shrink_iters: 64,
         failure_persistence: None,
         ..ProptestConfig::default()
