@@ -9,6 +9,7 @@ mod error_code;
 pub mod limits;
 pub mod meta;
 mod op;
+pub mod relation;
 pub mod schema;
 
 pub use envelope::{

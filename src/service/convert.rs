@@ -5,8 +5,10 @@ use serde_json::Value;
 use crate::protocol::AmbientContext;
 use crate::protocol::artifact::{ArtifactContent, ArtifactRecord};
 use crate::protocol::claim::{ClaimRecord, EvidenceLocator};
+use crate::protocol::relation::RelationRecord;
 use crate::store::artifact::ArtifactRow;
 use crate::store::claim::{ClaimRow, EvidenceRef};
+use crate::store::relation::RelationRow;
 use crate::store::scope::Owner;
 use crate::timefmt::db_to_wire;
 
@@ -89,5 +91,25 @@ pub fn claim_record(row: &ClaimRow) -> ClaimRecord {
         revision_created_at: db_to_wire(&row.revision_created_at),
         revision_commit_seq: row.revision_commit_seq,
         retraction_reason: row.retraction_reason.clone(),
+    }
+}
+
+/// Stored metadata or provenance JSON as a value; a malformed row reads as `{}`.
+pub fn stored_object(json: &str) -> Value {
+    serde_json::from_str(json).unwrap_or(Value::Object(Default::default()))
+}
+
+pub fn relation_record(row: &RelationRow) -> RelationRecord {
+    RelationRecord {
+        relation_id: row.relation_id.clone(),
+        source_type: row.source_type.clone(),
+        source_id: row.source_id.clone(),
+        relation: row.relation.clone(),
+        target_type: row.target_type.clone(),
+        target_id: row.target_id.clone(),
+        metadata: stored_object(&row.metadata_json),
+        context: owner_context(&row.owner),
+        created_at: db_to_wire(&row.created_at),
+        relation_commit_seq: row.commit_seq,
     }
 }

@@ -14,6 +14,7 @@ pub mod conflict;
 mod error;
 pub mod idempotency;
 mod migrate;
+pub mod relation;
 pub mod scope;
 mod writer;
 

@@ -4,19 +4,24 @@ mod artifact;
 mod claim;
 mod meta;
 mod mutation;
+mod relation;
 
 use serde_json::Value;
 
-use super::{Call, Output, Service, ServiceError};
+use super::{Call, Output, Service, ServiceError, decode_input};
 use crate::protocol::Operation;
+use crate::protocol::relation::{ConflictListInput, RelationListInput};
 
-/// Validates the input of a horizon operation before context checks run.
+/// Validates the input of a horizon operation before context checks run, so its input
+/// errors come before `NO_AMBIENT_CONTEXT`.
 pub(crate) fn precheck_input(op: Operation, input: &Value) -> Result<(), ServiceError> {
     match op {
         _ if !input.is_object() => Err(ServiceError::invalid(format!(
             "invalid input for {op}: expected an object, found {}",
             kind_of(input)
         ))),
+        Operation::RelationList => decode_input::<RelationListInput>(op, input).map(drop),
+        Operation::ConflictList => decode_input::<ConflictListInput>(op, input).map(drop),
         _ => Ok(()),
     }
 }
@@ -54,6 +59,9 @@ pub(crate) fn dispatch(service: &Service, call: &Call<'_>) -> Result<Output, Ser
         Operation::ClaimHistory => claim::history(service, call),
         Operation::ClaimRevise => claim::revise(service, call),
         Operation::ClaimRetract => claim::retract(service, call),
+        Operation::RelationPut => relation::put(service, call),
+        Operation::RelationList => relation::list(service, call),
+        Operation::ConflictList => relation::conflict_list(service, call),
         op => Err(ServiceError::invalid(format!(
             "operation {op} is not implemented by this binary; see capabilities"
         ))),
@@ -76,5 +84,8 @@ pub(crate) fn is_implemented(op: Operation) -> bool {
             | Operation::ClaimHistory
             | Operation::ClaimRevise
             | Operation::ClaimRetract
+            | Operation::RelationPut
+            | Operation::RelationList
+            | Operation::ConflictList
     )
 }

@@ -16,10 +16,32 @@ pub(crate) fn record<T: Serialize>(
     record: T,
     commit_seq: i64,
 ) -> StoreResult<Written> {
+    record_as(tx, key, record, commit_seq, true)
+}
+
+/// Records the acknowledgement of a request that found its effect already in place (an
+/// identical relation re-put under a new key): the original record and `commit_seq`,
+/// `created: false`. Binding the key keeps a later replay of it stable.
+pub(crate) fn record_unchanged<T: Serialize>(
+    tx: &Tx<'_>,
+    key: &IdempotencyKey,
+    record: T,
+    original_commit_seq: i64,
+) -> StoreResult<Written> {
+    record_as(tx, key, record, original_commit_seq, false)
+}
+
+fn record_as<T: Serialize>(
+    tx: &Tx<'_>,
+    key: &IdempotencyKey,
+    record: T,
+    commit_seq: i64,
+    created: bool,
+) -> StoreResult<Written> {
     let result = serde_json::to_value(MutationResult {
         record,
         commit_seq,
-        created: true,
+        created,
     })
     .map_err(StoreError::Json)?;
     idempotency::record(tx, key, &result, commit_seq)?;

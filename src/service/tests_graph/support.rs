@@ -1,0 +1,173 @@
+//! A temporary service plus terse request builders for the graph tests.
+
+use std::cell::Cell;
+
+use serde_json::{Value, json};
+
+use crate::protocol::{ErrorBody, Response};
+use crate::service::Service;
+
+pub struct Fixture {
+    _dir: tempfile::TempDir,
+    pub service: Service,
+    next_key: Cell<u64>,
+}
+
+pub fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let service = Service::open(&dir.path().join("data")).unwrap();
+    Fixture {
+        _dir: dir,
+        service,
+        next_key: Cell::new(0),
+    }
+}
+
+/// An ambient context in workspace `wsp_test`.
+pub fn ctx(project: &str, task: Option<&str>) -> Value {
+    let mut context = json!({"workspace_id": "wsp_test", "project_id": project});
+    if let Some(task) = task {
+        context["task_id"] = json!(task);
+    }
+    context
+}
+
+/// The default project-level context.
+pub fn main_ctx() -> Value {
+    ctx("prj_main", None)
+}
+
+/// An entity reference for `relate`.
+pub fn claim(id: &Value) -> (&'static str, Value) {
+    ("claim", id.clone())
+}
+
+pub fn artifact(id: &Value) -> (&'static str, Value) {
+    ("artifact", id.clone())
+}
+
+impl Fixture {
+    pub fn key(&self) -> String {
+        let n = self.next_key.get() + 1;
+        self.next_key.set(n);
+        format!("key-{n}")
+    }
+
+    pub fn call(&self, request: Value) -> Response {
+        self.service.handle_value(request, "req_transport")
+    }
+
+    /// The result of a request that must succeed.
+    pub fn ok(&self, request: Value) -> Value {
+        let response = self.call(request.clone());
+        assert!(response.ok, "request {request} failed: {:?}", response.error);
+        response.result.unwrap()
+    }
+
+    /// The error of a request that must fail.
+    pub fn err(&self, request: Value) -> ErrorBody {
+        let response = self.call(request.clone());
+        assert!(!response.ok, "request {request} unexpectedly succeeded");
+        response.error.unwrap()
+    }
+
+    pub fn mutation(&self, context: &Value, op: &str, input: Value) -> Value {
+        json!({"request_id": "req_m", "op": op, "idempotency_key": self.key(), "context": context, "input": input})
+    }
+
+    pub fn read(&self, context: &Value, op: &str, input: Value) -> Value {
+        json!({"request_id": "req_r", "op": op, "context": context, "input": input})
+    }
+
+    pub fn put_artifact(&self, context: &Value, text: &str) -> Value {
+        self.ok(self.mutation(
+            context,
+            "artifact.put",
+            json!({"kind": "note", "title": "Note", "content": {"type": "text", "data": text}}),
+        ))
+    }
+
+    pub fn assert_claim(&self, context: &Value, statement: &str) -> Value {
+        self.ok(self.mutation(
+            context,
+            "claim.assert",
+            json!({"claim_type": "fact", "statement": statement}),
+        ))
+    }
+
+    pub fn relate_request(
+        &self,
+        context: &Value,
+        source: (&str, Value),
+        relation: &str,
+        target: (&str, Value),
+        metadata: Value,
+    ) -> Value {
+        self.mutation(
+            context,
+            "relation.put",
+            json!({"source_type": source.0, "source_id": source.1, "relation": relation,
+                   "target_type": target.0, "target_id": target.1, "metadata": metadata}),
+        )
+    }
+
+    pub fn relate(&self, context: &Value, source: (&str, Value), relation: &str, target: (&str, Value)) -> Value {
+        self.ok(self.relate_request(context, source, relation, target, json!({})))
+    }
+
+    pub fn get_claim(&self, claim_id: &Value) -> Value {
+        self.ok(json!({"request_id": "req_g", "op": "claim.get", "input": {"claim_id": claim_id}}))
+    }
+
+    pub fn artifact_revision(&self, artifact_id: &Value) -> String {
+        let got = self.ok(json!({"request_id": "req_g", "op": "artifact.get",
+                                 "input": {"artifact_id": artifact_id, "include_content": false}}));
+        got["revision_id"].as_str().unwrap().to_owned()
+    }
+
+    pub fn revise_claim(&self, context: &Value, claim_id: &Value, statement: &str) -> Value {
+        let current = self.get_claim(claim_id);
+        self.ok(self.mutation(
+            context,
+            "claim.revise",
+            json!({"claim_id": claim_id, "if_revision": current["revision_id"], "statement": statement}),
+        ))
+    }
+
+    pub fn retract_claim(&self, context: &Value, claim_id: &Value) -> Value {
+        self.ok(self.mutation(
+            context,
+            "claim.retract",
+            json!({"claim_id": claim_id, "reason": "wrong"}),
+        ))
+    }
+
+    pub fn conflicts(&self, context: &Value, input: Value) -> Value {
+        self.ok(self.read(context, "conflict.list", input))
+    }
+
+    pub fn relations(&self, context: &Value, input: Value) -> Value {
+        self.ok(self.read(context, "relation.list", input))
+    }
+
+    pub fn count(&self, sql: &str) -> i64 {
+        self.service
+            .store()
+            .read(|conn| Ok(conn.query_row(sql, [], |r| r.get(0))?))
+            .unwrap()
+    }
+
+    pub fn last_commit_seq(&self) -> i64 {
+        self.service.store().last_commit_seq().unwrap()
+    }
+}
+
+/// The ids of a list of records, by field.
+pub fn ids(items: &Value, field: &str) -> Vec<Value> {
+    items
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item[field].clone())
+        .collect()
+}
