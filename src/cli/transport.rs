@@ -26,10 +26,16 @@ pub(crate) fn select(_global: &GlobalArgs) -> Result<Box<dyn Transport>, ClientE
 /// carries none; marks an explicit context as such. Failures are envelopes for the
 /// request's own `request_id`.
 pub(crate) fn attach_context(request: &mut Value, request_id: &str) -> Result<(), Response> {
-    let Some(op) = request.get("op").and_then(Value::as_str).and_then(Operation::from_wire_name) else {
+    let Some(op) = request
+        .get("op")
+        .and_then(Value::as_str)
+        .and_then(Operation::from_wire_name)
+    else {
         return Ok(());
     };
-    let Some(object) = request.as_object_mut() else { return Ok(()) };
+    let Some(object) = request.as_object_mut() else {
+        return Ok(());
+    };
     let has_context = object.get("context").is_some_and(|c| !c.is_null());
     if has_context {
         let source_missing = object.get("context_source").is_none_or(|s| s.is_null() || s == "none");
@@ -43,10 +49,14 @@ pub(crate) fn attach_context(request: &mut Value, request_id: &str) -> Result<()
     }
     let failure = |code: ErrorCode, message: String| Response::failure(request_id, ErrorBody::new(code, message));
     let paths = Paths::from_env().map_err(|e| failure(e.code(), e.to_string()))?;
-    let cwd = std::env::current_dir()
-        .map_err(|e| failure(ErrorCode::InternalError, format!("I/O error: cannot read the working directory: {e}")))?;
-    let resolution = ambient::resolve(None, &env_lookup, &cwd, &paths.config_file)
-        .map_err(|e| failure(e.code(), e.to_string()))?;
+    let cwd = std::env::current_dir().map_err(|e| {
+        failure(
+            ErrorCode::InternalError,
+            format!("I/O error: cannot read the working directory: {e}"),
+        )
+    })?;
+    let resolution =
+        ambient::resolve(None, &env_lookup, &cwd, &paths.config_file).map_err(|e| failure(e.code(), e.to_string()))?;
     let Some(context) = resolution.context else {
         let error = crate::service::error_body(&crate::service::ServiceError::NoAmbientContext(op.wire_name()));
         return Err(Response::failure(request_id, error));

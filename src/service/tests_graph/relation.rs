@@ -128,9 +128,9 @@ fn shape_and_lifecycle_rules_refuse_without_writing() {
     assert_eq!(self_loop.code, ErrorCode::InvalidRequest);
     let missing = f.err(f.relate_request(&c, claim(&a), "supports", claim(&json!("clm_missing")), json!({})));
     assert_eq!(missing.code, ErrorCode::NotFound);
-    assert_eq!(missing.message, "claim clm_missing");
+    assert_eq!(missing.message, "not found: claim clm_missing");
     let missing_art = f.err(f.relate_request(&c, artifact(&json!("art_missing")), "supports", claim(&a), json!({})));
-    assert_eq!(missing_art.message, "artifact art_missing");
+    assert_eq!(missing_art.message, "not found: artifact art_missing");
     let big = json!({"blob": "x".repeat(64 * 1024)});
     assert_eq!(
         f.err(f.relate_request(&c, claim(&a), "supports", artifact(&art), big))
@@ -304,7 +304,7 @@ fn list_input_errors_come_before_missing_context_and_bounds_are_checked() {
         json!({"entity_type": "artifact", "entity_id": "art_missing"}),
     ));
     assert_eq!(missing.code, ErrorCode::NotFound);
-    assert_eq!(missing.message, "artifact art_missing");
+    assert_eq!(missing.message, "not found: artifact art_missing");
     let limit_100 = f.relations(&c, json!({"entity_type": "claim", "entity_id": a, "limit": 100}));
     assert_eq!(limit_100["relations"], json!([]));
 }

@@ -205,5 +205,5 @@ fn a_missing_endpoint_is_not_found_even_when_the_other_is_foreign() {
     );
     let error = f.err(request);
     assert_eq!(error.code, ErrorCode::NotFound);
-    assert_eq!(error.message, "claim clm_nope");
+    assert_eq!(error.message, "not found: claim clm_nope");
 }
