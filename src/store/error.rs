@@ -9,9 +9,9 @@ use crate::blob::BlobError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    #[error("{0}")]
+    #[error("invalid request: {0}")]
     Invalid(String),
-    #[error("{0}")]
+    #[error("not found: {0}")]
     NotFound(String),
     #[error("revision conflict: {entity_type} {entity_id} is at revision {current}, not {requested}")]
     RevisionConflict {
@@ -22,13 +22,13 @@ pub enum StoreError {
     },
     #[error("idempotency conflict for key {scoped_key}")]
     IdempotencyConflict { scoped_key: String },
-    #[error("{0}")]
+    #[error("scope violation: {0}")]
     Scope(String),
     #[error("index is not ready through commit sequence {requested}; current sequence is {current}")]
     IndexNotReady { requested: i64, current: i64 },
-    #[error("{0}")]
+    #[error("integrity check failed: {0}")]
     Integrity(String),
-    #[error("{0}")]
+    #[error("configuration error: {0}")]
     Config(String),
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),

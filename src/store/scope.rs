@@ -133,7 +133,7 @@ mod tests {
         let err = check_write("claim", "clm_x", &owner(Some("t2")), &owner(Some("t1"))).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "claim clm_x belongs to workspace=w/project=p/task=t2; ambient write scope is workspace=w/project=p/task=t1"
+            "scope violation: claim clm_x belongs to workspace=w/project=p/task=t2; ambient write scope is workspace=w/project=p/task=t1"
         );
     }
 
