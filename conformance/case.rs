@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::matcher;
 use crate::schema::Schemas;
-use crate::transport::{Outgoing, Transport};
+use crate::transport::{KNOWN_TRANSPORTS, Outgoing, Transport};
 
 /// Values captured by earlier steps (plus the runner's predefined ones), by name.
 pub type Vars = BTreeMap<String, Value>;
@@ -24,6 +24,8 @@ pub const FALLBACK_REQUEST_ID_VAR: &str = "fallback_request_id";
 #[derive(Debug)]
 pub struct Case {
     pub description: String,
+    /// The transports the case applies to; `None` means all of them.
+    pub transports: Option<Vec<String>>,
     pub steps: Vec<Step>,
 }
 
@@ -31,6 +33,8 @@ pub struct Case {
 #[serde(deny_unknown_fields)]
 struct CaseFile {
     description: String,
+    #[serde(default)]
+    transports: Option<Vec<String>>,
     steps: Vec<Value>,
 }
 
@@ -58,6 +62,13 @@ pub fn load(path: &Path) -> Result<Case, String> {
     if file.steps.is_empty() {
         return Err(at("steps must not be empty".to_owned()));
     }
+    for name in file.transports.iter().flatten() {
+        if !KNOWN_TRANSPORTS.contains(&name.as_str()) {
+            return Err(at(format!(
+                "transports: unknown transport {name:?} (known: {KNOWN_TRANSPORTS:?})"
+            )));
+        }
+    }
     let mut steps = Vec::with_capacity(file.steps.len());
     for (index, value) in file.steps.into_iter().enumerate() {
         let step: Step = serde_json::from_value(value).map_err(|e| at(format!("steps[{index}]: {e}")))?;
@@ -71,11 +82,19 @@ pub fn load(path: &Path) -> Result<Case, String> {
     }
     Ok(Case {
         description: file.description,
+        transports: file.transports,
         steps,
     })
 }
 
 impl Case {
+    /// Whether the case runs on the transport called `name`.
+    pub fn applies_to(&self, name: &str) -> bool {
+        self.transports
+            .as_ref()
+            .is_none_or(|names| names.iter().any(|n| n == name))
+    }
+
     /// Runs every step in order on a fresh store of `transport`.
     pub fn run(&self, transport: &dyn Transport, schemas: Option<&Schemas>) -> Result<(), String> {
         let mut session = transport.start()?;

@@ -100,6 +100,11 @@ fn trials(root: &Path, transports: &[Arc<dyn Transport>], schemas: &Arc<Option<S
         let name = format!("v1/{}", trial_name(&path, &root.join("spec/v1/cases")));
         let loaded = Arc::new(case::load(&path));
         for transport in transports {
+            if let Ok(case) = loaded.as_ref()
+                && !case.applies_to(transport.name())
+            {
+                continue;
+            }
             let (loaded, transport, schemas) = (loaded.clone(), transport.clone(), schemas.clone());
             let label = path.display().to_string();
             trials.push(Trial::test(format!("{name}::{}", transport.name()), move || {

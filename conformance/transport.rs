@@ -26,6 +26,9 @@ use serde_json::Value;
 
 use memoree::service::Service;
 
+/// Every transport name a case file may list in `transports`, including the planned daemon.
+pub const KNOWN_TRANSPORTS: [&str; 3] = ["inprocess", "binary", "daemon"];
+
 /// The fallback `request_id` of the service and the daemon.
 pub const TRANSPORT_REQUEST_ID: &str = "req_transport";
 /// The fallback `request_id` of `memoree call` when stdin is not a request.
