@@ -60,6 +60,8 @@ fn select_transports(options: &Options) -> Result<Vec<Arc<dyn Transport>>, Strin
         ));
     }
     if let Some(path) = &options.binary {
+        // The child runs in its own directory, so a relative path must be made absolute here.
+        let path = std::fs::canonicalize(path).map_err(|e| format!("--binary {}: {e}", path.display()))?;
         return Ok(vec![Arc::new(Binary::new(path))]);
     }
     Ok(vec![
