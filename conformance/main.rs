@@ -131,11 +131,11 @@ fn trials(root: &Path, transports: &[Arc<dyn Transport>], schemas: &Arc<Option<S
         for (index, transport) in transports.iter().enumerate() {
             let (dir, transport, schemas) = (dir.clone(), transport.clone(), schemas.clone());
             // Under UPDATE_GOLDEN=1 only the first transport writes; the others would race it.
-            let writer_only = update && index > 0;
+            let skip_while_updating = update && index > 0;
             let trial = Trial::test(format!("{name}::{}", transport.name()), move || {
                 golden::run(&dir, transport.as_ref(), schemas.as_ref().as_ref(), update).map_err(Failed::from)
             });
-            trials.push(trial.with_ignored_flag(writer_only));
+            trials.push(trial.with_ignored_flag(skip_while_updating));
         }
     }
     trials
