@@ -169,11 +169,11 @@ impl Service {
             return failure(&request_id, ServiceError::invalid("the request must be a JSON object"));
         }
         // The version is checked before anything else so a newer client learns what we speak.
-        if let Some(v) = value.get("v")
-            && v.as_u64() != Some(u64::from(PROTOCOL_VERSION))
-            && (v.is_u64() || v.is_i64())
+        // Only a non-negative integer is a version number; anything else is a type error below.
+        if let Some(received) = value.get("v").and_then(Value::as_u64)
+            && received != u64::from(PROTOCOL_VERSION)
         {
-            return failure(&request_id, ServiceError::UnsupportedVersion(v.as_u64().unwrap_or(0)));
+            return failure(&request_id, ServiceError::UnsupportedVersion(received));
         }
         if let Err(violation) = schema::validate_request(&value) {
             return failure(

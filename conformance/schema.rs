@@ -1,0 +1,120 @@
+//! Schema checks on every exchange. The reference bundle
+//! (`../shared/spec/reference-schema-v1.json` beside the repository) validates requests,
+//! inputs, response envelopes and successful results; when it is absent the checks are
+//! skipped with one notice. [`validate_against_our_schemas`] is the hook for the project's
+//! own schemas in `spec/v1/schema/`.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use jsonschema::Validator;
+use serde_json::Value;
+
+use crate::transport::Outgoing;
+
+/// The compiled reference schema bundle.
+pub struct Schemas {
+    request: Validator,
+    response: Validator,
+    inputs: HashMap<String, Validator>,
+    results: HashMap<String, Validator>,
+}
+
+fn compile(schema: &Value, what: &str) -> Result<Validator, String> {
+    jsonschema::validator_for(schema).map_err(|e| format!("reference schema {what} does not compile: {e}"))
+}
+
+fn compile_map(bundle: &Value, key: &str) -> Result<HashMap<String, Validator>, String> {
+    let map = bundle
+        .get(key)
+        .and_then(Value::as_object)
+        .ok_or_else(|| format!("reference schema bundle has no `{key}` object"))?;
+    map.iter()
+        .map(|(op, schema)| Ok((op.clone(), compile(schema, &format!("{key}.{op}"))?)))
+        .collect()
+}
+
+/// Loads the bundle at `path`; `Ok(None)` (after one notice on stderr) when it is absent.
+pub fn load(path: &Path) -> Result<Option<Schemas>, String> {
+    if !path.exists() {
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!(
+                "conformance: {} not found; reference schema checks are skipped",
+                path.display()
+            );
+        }
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bundle: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let part = |key: &str| {
+        bundle
+            .get(key)
+            .ok_or_else(|| format!("reference schema bundle has no `{key}`"))
+    };
+    Ok(Some(Schemas {
+        request: compile(part("request")?, "request")?,
+        response: compile(part("response")?, "response")?,
+        inputs: compile_map(&bundle, "operation_inputs")?,
+        results: compile_map(&bundle, "result_types")?,
+    }))
+}
+
+fn validate(validator: &Validator, instance: &Value, what: &str) -> Result<(), String> {
+    let problems: Vec<String> = validator
+        .iter_errors(instance)
+        .take(5)
+        .map(|e| {
+            let text = e.to_string();
+            let text = match text.char_indices().nth(300) {
+                Some((cut, _)) => format!("{}…", &text[..cut]),
+                None => text,
+            };
+            format!("at `{}`: {text}", e.instance_path())
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} violates the reference schema:\n    {}",
+            problems.join("\n    ")
+        ))
+    }
+}
+
+impl Schemas {
+    /// Checks one exchange. Requests (and their inputs) are checked only when they are meant
+    /// to be valid and name an operation the reference knows; every response envelope is
+    /// checked, and a successful result against its operation's result type.
+    pub fn check(&self, request: &Outgoing, response: &Value, request_meant_valid: bool) -> Result<(), String> {
+        validate(&self.response, response, "the response envelope")?;
+        let Outgoing::Json(request) = request else {
+            return Ok(());
+        };
+        let Some(op) = request.get("op").and_then(Value::as_str) else {
+            return Ok(());
+        };
+        if request_meant_valid && let Some(input_schema) = self.inputs.get(op) {
+            validate(&self.request, request, "the request")?;
+            let input = request.get("input").unwrap_or(&Value::Null);
+            validate(input_schema, input, &format!("the {op} input"))?;
+        }
+        if response.get("ok") == Some(&Value::Bool(true))
+            && let (Some(result_schema), Some(result)) = (self.results.get(op), response.get("result"))
+        {
+            validate(result_schema, result, &format!("the {op} result"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Hook for the project's own schemas (`spec/v1/schema/`). Once
+/// `memoree::protocol::schema::validate_result(op, &Value)` exists, this calls it for every
+/// successful response (and the request/input validators alongside it). It accepts
+/// everything until then.
+pub fn validate_against_our_schemas(request: &Outgoing, response: &Value) -> Result<(), String> {
+    let _ = (request, response);
+    Ok(())
+}
