@@ -110,11 +110,18 @@ impl Schemas {
     }
 }
 
-/// Hook for the project's own schemas (`spec/v1/schema/`). Once
-/// `memoree::protocol::schema::validate_result(op, &Value)` exists, this calls it for every
-/// successful response (and the request/input validators alongside it). It accepts
-/// everything until then.
+/// Checks every response against the project's own schemas (`spec/v1/schema/`): the
+/// envelope always, and the result of a successful response against its operation's result
+/// schema.
 pub fn validate_against_our_schemas(request: &Outgoing, response: &Value) -> Result<(), String> {
-    let _ = (request, response);
+    use memoree::protocol::{Operation, schema};
+    schema::validate_response(response).map_err(|v| format!("response violates spec/v1/schema/response.json: {v}"))?;
+    let op = request.op().and_then(Operation::from_wire_name);
+    if let (Some(op), Some(true), Some(result)) =
+        (op, response.get("ok").and_then(Value::as_bool), response.get("result"))
+    {
+        schema::validate_result(op, result)
+            .map_err(|v| format!("{op} result violates spec/v1/schema/results/{op}.json: {v}"))?;
+    }
     Ok(())
 }
