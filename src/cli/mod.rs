@@ -4,6 +4,7 @@
 
 mod call;
 mod demo;
+pub mod evidence;
 pub mod exit;
 pub mod output;
 mod transport;
