@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use super::{GlobalArgs, cli_failure, transport};
 use crate::client::Transport;
-use crate::protocol::{ErrorBody, ErrorCode, Operation, PROTOCOL_VERSION, Response};
+use crate::protocol::{AmbientContext, ContextSource, ErrorBody, ErrorCode, Operation, PROTOCOL_VERSION, Response};
 
 /// The variable whose value CLI-built writes send as `actor`.
 pub(crate) const ACTOR_ENV: &str = "MEMOREE_ACTOR";
@@ -29,6 +29,7 @@ pub(crate) struct Call {
     request_id: String,
     op: Operation,
     idempotency_key: Option<String>,
+    context: Option<(AmbientContext, ContextSource)>,
     input: Value,
 }
 
@@ -41,6 +42,7 @@ impl Call {
             request_id,
             op,
             idempotency_key,
+            context: None,
             input: input.into(),
         }
     }
@@ -53,6 +55,12 @@ impl Call {
         self
     }
 
+    /// Sends `context` explicitly instead of letting the transport layer resolve one.
+    pub(crate) fn context(mut self, context: &AmbientContext, source: ContextSource) -> Call {
+        self.context = Some((context.clone(), source));
+        self
+    }
+
     /// The request document.
     pub(crate) fn to_value(&self) -> Value {
         let mut request = Map::new();
@@ -61,6 +69,13 @@ impl Call {
         request.insert("op".to_owned(), Value::from(self.op.wire_name()));
         if let Some(key) = &self.idempotency_key {
             request.insert("idempotency_key".to_owned(), Value::from(key.as_str()));
+        }
+        if let Some((context, source)) = &self.context {
+            request.insert(
+                "context".to_owned(),
+                serde_json::to_value(context).unwrap_or(Value::Null),
+            );
+            request.insert("context_source".to_owned(), Value::from(source.as_str()));
         }
         request.insert("input".to_owned(), self.input.clone());
         Value::Object(request)
@@ -76,6 +91,15 @@ impl Call {
             Ok(transport) => exchange(transport.as_ref(), &request, &self.request_id),
             Err(response) => response,
         }
+    }
+
+    /// Like [`Call::send`] over an already selected transport.
+    pub(crate) fn send_via(&self, transport: &dyn Transport) -> Response {
+        let mut request = self.to_value();
+        if let Err(response) = transport::attach_context(&mut request, &self.request_id) {
+            return response;
+        }
+        exchange(transport, &request, &self.request_id)
     }
 }
 
@@ -171,5 +195,24 @@ mod tests {
         let a = Call::new(Operation::ArtifactPut, json!({}));
         let b = Call::new(Operation::ArtifactPut, json!({}));
         assert_ne!(a.to_value()["request_id"], b.to_value()["request_id"]);
+    }
+
+    #[test]
+    fn an_explicit_context_is_sent_with_its_source() {
+        let context = AmbientContext {
+            workspace_id: "w".to_owned(),
+            project_id: "p".to_owned(),
+            task_id: None,
+            component: None,
+            pins: Vec::new(),
+        };
+        let request = Call::new(Operation::Search, json!({}))
+            .context(&context, ContextSource::Marker)
+            .to_value();
+        assert_eq!(
+            request["context"],
+            json!({"workspace_id": "w", "project_id": "p", "pins": []})
+        );
+        assert_eq!(request["context_source"], "marker");
     }
 }

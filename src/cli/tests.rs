@@ -69,6 +69,13 @@ fn the_command_tree_offers_every_wrapper() {
         "memoree conflict list",
         "memoree search",
         "memoree recall",
+        "memoree remember",
+        "memoree checkpoint",
+        "memoree pending list",
+        "memoree pending show",
+        "memoree pending preview",
+        "memoree pending apply",
+        "memoree pending drop",
         "memoree capabilities",
         "memoree instructions",
         "memoree schema",
@@ -91,6 +98,8 @@ fn defaults_follow_the_command_table() {
     assert!(Cli::try_parse_from(["memoree", "claim", "assert", "opinion", "x"]).is_err());
     assert!(Cli::try_parse_from(["memoree", "link", "claim:a", "derived_from", "claim:b"]).is_err());
     assert!(Cli::try_parse_from(["memoree", "link", "claim:a", "derived-from", "claim:b"]).is_ok());
+    assert!(Cli::try_parse_from(["memoree", "remember", "x", "--file", "f"]).is_err());
+    assert!(Cli::try_parse_from(["memoree", "remember", "--raw", "--allow-api-key", "x"]).is_err());
     assert!(Cli::try_parse_from(["memoree", "session", "exec", "--task", "t"]).is_err());
     assert!(Cli::try_parse_from(["memoree", "session", "exec", "--task", "t", "--", "true"]).is_ok());
     assert!(Cli::try_parse_from(["memoree", "init", "--workspace-id", "w"]).is_ok());

@@ -3,9 +3,11 @@
 
 pub(crate) mod admin;
 pub(crate) mod artifact;
+pub(crate) mod checkpoint;
 pub(crate) mod claim;
 pub(crate) mod context;
 pub(crate) mod graph;
+pub(crate) mod remember;
 pub(crate) mod retrieval;
 
 use clap::{Args, ValueEnum};
