@@ -113,10 +113,22 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Runs a parsed command line.
+/// Runs a parsed command line: prints its envelope (if any) and returns the exit status.
 pub fn run(cli: Cli) -> ExitCode {
+    let pretty = cli.global.pretty;
+    match dispatch(cli) {
+        Outcome::Envelope(response) => {
+            output::emit(&response, pretty);
+            exit::for_response(&response)
+        }
+        Outcome::Exit(code) => code,
+    }
+}
+
+/// Runs a parsed command line without printing.
+pub(crate) fn dispatch(cli: Cli) -> Outcome {
     let global = &cli.global;
-    let outcome: Outcome = match cli.command {
+    match cli.command {
         Command::Init(args) => cmd::context::init(&args).into(),
         Command::Context(args) => cmd::context::run(args, global).into(),
         Command::Session(args) => cmd::context::session(args, global),
@@ -139,13 +151,6 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Reindex(_) => cmd::admin::reindex(global).into(),
         Command::Backup(args) => cmd::admin::backup(args, global).into(),
         Command::Demo => demo::run().into(),
-    };
-    match outcome {
-        Outcome::Envelope(response) => {
-            output::emit(&response, global.pretty);
-            exit::for_response(&response)
-        }
-        Outcome::Exit(code) => code,
     }
 }
 

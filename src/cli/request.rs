@@ -83,6 +83,10 @@ impl Call {
 
     /// Attaches the ambient context, picks the transport and exchanges the request.
     pub(crate) fn send(&self, global: &GlobalArgs) -> Response {
+        #[cfg(test)]
+        if let Some(response) = capture::intercept(self) {
+            return response;
+        }
         let mut request = self.to_value();
         if let Err(response) = transport::attach_context(&mut request, &self.request_id) {
             return response;
@@ -164,6 +168,36 @@ pub(crate) fn io_failure(request_id: &str, what: impl Display, error: impl Displ
 /// Turns a command body written with `?` into its envelope.
 pub(crate) fn settle(result: Result<Response, Response>) -> Response {
     result.unwrap_or_else(|failure| failure)
+}
+
+/// Unit tests record the requests wrappers build instead of sending them.
+#[cfg(test)]
+pub(crate) mod capture {
+    use std::cell::RefCell;
+
+    use serde_json::{Value, json};
+
+    use super::Call;
+    use crate::protocol::Response;
+
+    thread_local! {
+        static CAPTURED: RefCell<Option<Vec<Value>>> = const { RefCell::new(None) };
+    }
+
+    /// Runs `f` and returns the requests it tried to send (before context attachment).
+    pub(crate) fn requests(f: impl FnOnce()) -> Vec<Value> {
+        CAPTURED.with_borrow_mut(|captured| *captured = Some(Vec::new()));
+        f();
+        CAPTURED.with_borrow_mut(|captured| captured.take().unwrap_or_default())
+    }
+
+    pub(super) fn intercept(call: &Call) -> Option<Response> {
+        CAPTURED.with_borrow_mut(|captured| {
+            let captured = captured.as_mut()?;
+            captured.push(call.to_value());
+            Some(Response::success(call.request_id.clone(), json!({})))
+        })
+    }
 }
 
 #[cfg(test)]
