@@ -1,1 +1,8 @@
+//! The integration test binary: one target, topic modules.
 
+mod support;
+
+mod cli;
+mod context;
+mod remember;
+mod wrappers;

@@ -1,5 +1,6 @@
-//! The user's `config.toml`: a schema number and the optional personal fallback context.
-//! There is deliberately no default-horizon or model setting.
+//! The user's `config.toml`: a schema number, the optional personal fallback context and the
+//! optional `[remember] compiler` command. There is deliberately no default-horizon or model
+//! setting.
 
 use std::fs;
 use std::io;
@@ -10,8 +11,9 @@ use crate::protocol::AmbientContext;
 use super::AmbientError;
 use super::fields::{reject_unknown_keys, required_text, string_list, unsupported_schema};
 
-const CONFIG_KEYS: &[&str] = &["schema", "personal", "personal_fallback"];
+const CONFIG_KEYS: &[&str] = &["schema", "personal", "personal_fallback", "remember"];
 const PERSONAL_KEYS: &[&str] = &["workspace_id", "project_id", "pins"];
+const REMEMBER_KEYS: &[&str] = &["compiler"];
 
 /// The settings read from `config.toml`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -19,6 +21,9 @@ pub struct Settings {
     /// The `[personal]` (or `[personal_fallback]`) table as a context without task or
     /// component: the last resort of ambient resolution.
     pub personal: Option<AmbientContext>,
+    /// `[remember] compiler = ["program", "arg", …]`: the claim compiler command for
+    /// `memoree remember` when `MEMOREE_COMPILER` is unset.
+    pub remember_compiler: Option<Vec<String>>,
 }
 
 /// Loads `config.toml`. A missing file gives the default settings; an unreadable or
@@ -59,7 +64,29 @@ fn parse_settings(path: &Path, text: &str) -> Result<Settings, AmbientError> {
         }
         (None, None) => None,
     };
-    Ok(Settings { personal })
+    let remember_compiler = match table.get("remember") {
+        None => None,
+        Some(toml::Value::Table(remember)) => {
+            parse_remember(remember).map_err(|problem| invalid(format!("[remember]: {problem}")))?
+        }
+        Some(_) => return Err(invalid("`remember` must be a table".to_owned())),
+    };
+    Ok(Settings {
+        personal,
+        remember_compiler,
+    })
+}
+
+fn parse_remember(table: &toml::Table) -> Result<Option<Vec<String>>, String> {
+    reject_unknown_keys(table, REMEMBER_KEYS)?;
+    if table.get("compiler").is_none() {
+        return Ok(None);
+    }
+    let argv = string_list(table, "compiler")?;
+    match argv.first() {
+        Some(program) if !program.trim().is_empty() => Ok(Some(argv)),
+        _ => Err("`compiler` must start with a program to run".to_owned()),
+    }
 }
 
 fn parse_personal(table: &toml::Table) -> Result<AmbientContext, String> {
@@ -134,6 +161,24 @@ mod tests {
             "[personal]\nworkspace_id = \"w\"\nproject_id = \"p\"\n[personal_fallback]\nworkspace_id = \"w\"\nproject_id = \"p\"\n",
         );
         assert!(message.contains("only one of"), "{message}");
+    }
+
+    #[test]
+    fn the_remember_table_names_a_compiler_command() {
+        let settings = parse("[remember]\ncompiler = [\"/bin/sh\", \"compile.sh\"]\n").unwrap();
+        assert_eq!(settings.remember_compiler.unwrap(), ["/bin/sh", "compile.sh"]);
+        assert_eq!(parse("[remember]\n").unwrap(), Settings::default());
+        let message = config_message("[remember]\ncompiler = []\n");
+        assert!(
+            message.ends_with("[remember]: `compiler` must start with a program to run"),
+            "{message}"
+        );
+        let message = config_message("[remember]\ncompiler = \"codex\"\n");
+        assert!(message.ends_with("`compiler` must be an array of strings"), "{message}");
+        let message = config_message("[remember]\nmodel = \"x\"\n");
+        assert!(message.ends_with("[remember]: unknown key `model`"), "{message}");
+        let message = config_message("remember = 1\n");
+        assert!(message.ends_with("`remember` must be a table"), "{message}");
     }
 
     #[test]

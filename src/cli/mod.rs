@@ -1,11 +1,17 @@
 //! The clap surface: parses arguments, builds requests, sends them through a transport and
 //! prints exactly one envelope. Usage errors print clap's text on stderr with exit 2 and
-//! leave stdout empty.
+//! leave stdout empty; `session exec` is the one command that prints nothing itself.
+//!
+//! One file per command family lives in `cmd/`; `request.rs` builds and sends the
+//! requests of the human wrappers; `evidence.rs` parses `--evidence` locators.
 
 mod call;
+mod cmd;
 mod demo;
+pub mod evidence;
 pub mod exit;
 pub mod output;
+mod request;
 mod transport;
 
 use std::process::ExitCode;
@@ -17,6 +23,7 @@ use crate::protocol::{CLI_REQUEST_ID, ErrorBody, ErrorCode, Response};
 /// Memoree: durable, cited, scoped memory for AI agents.
 #[derive(Debug, Parser)]
 #[command(name = "memoree", version, about, long_about = None)]
+#[command(after_help = "Example:\n  memoree init && memoree artifact put notes.md --kind design --pretty")]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -38,16 +45,51 @@ pub struct GlobalArgs {
     pub no_autostart: bool,
 }
 
+/// Every top-level command. Each variant's help text and example live on its argument type
+/// in `cmd/`.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    Init(cmd::context::InitArgs),
+    Context(cmd::context::ContextArgs),
+    Session(cmd::context::SessionArgs),
     /// Read exactly one JSON request on stdin and write exactly one envelope on stdout.
-    ///
-    /// Example: echo '{"request_id":"r1","op":"capabilities","input":{}}' | memoree call
+    #[command(
+        after_help = "Example:\n  echo '{\"request_id\":\"r1\",\"op\":\"capabilities\",\"input\":{}}' | memoree call"
+    )]
     Call,
+    Artifact(cmd::artifact::ArtifactArgs),
+    Claim(cmd::claim::ClaimArgs),
+    Link(cmd::graph::LinkArgs),
+    Relation(cmd::graph::RelationArgs),
+    Conflict(cmd::graph::ConflictArgs),
+    Search(cmd::retrieval::SearchArgs),
+    Recall(cmd::retrieval::RecallArgs),
+    Remember(cmd::remember::RememberArgs),
+    Checkpoint(cmd::checkpoint::CheckpointArgs),
+    Pending(cmd::checkpoint::PendingArgs),
+    Capabilities(cmd::admin::CapabilitiesArgs),
+    Instructions(cmd::admin::InstructionsArgs),
+    Schema(cmd::admin::SchemaArgs),
+    Doctor(cmd::admin::DoctorArgs),
+    Verify(cmd::admin::VerifyArgs),
+    Reindex(cmd::admin::ReindexArgs),
+    Backup(cmd::admin::BackupArgs),
     /// Run an end-to-end session in a throw-away home and print what happened.
-    ///
-    /// Example: memoree demo --pretty
+    #[command(after_help = "Example:\n  memoree demo --pretty")]
     Demo,
+}
+
+/// What a command produced: one envelope to print, or (for `session exec`) only an exit
+/// status because the child process owned stdout.
+pub(crate) enum Outcome {
+    Envelope(Box<Response>),
+    Exit(ExitCode),
+}
+
+impl From<Response> for Outcome {
+    fn from(response: Response) -> Outcome {
+        Outcome::Envelope(Box::new(response))
+    }
 }
 
 /// Parses the process arguments and runs the command.
@@ -71,14 +113,45 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Runs a parsed command line.
+/// Runs a parsed command line: prints its envelope (if any) and returns the exit status.
 pub fn run(cli: Cli) -> ExitCode {
-    let response = match cli.command {
-        Command::Call => call::run(&cli.global),
-        Command::Demo => demo::run(),
-    };
-    output::emit(&response, cli.global.pretty);
-    exit::for_response(&response)
+    let pretty = cli.global.pretty;
+    match dispatch(cli) {
+        Outcome::Envelope(response) => {
+            output::emit(&response, pretty);
+            exit::for_response(&response)
+        }
+        Outcome::Exit(code) => code,
+    }
+}
+
+/// Runs a parsed command line without printing.
+pub(crate) fn dispatch(cli: Cli) -> Outcome {
+    let global = &cli.global;
+    match cli.command {
+        Command::Init(args) => cmd::context::init(&args).into(),
+        Command::Context(args) => cmd::context::run(args, global).into(),
+        Command::Session(args) => cmd::context::session(args, global),
+        Command::Call => call::run(global).into(),
+        Command::Artifact(args) => cmd::artifact::run(args, global).into(),
+        Command::Claim(args) => cmd::claim::run(args, global).into(),
+        Command::Link(args) => cmd::graph::link(args, global).into(),
+        Command::Relation(args) => cmd::graph::relation(args, global).into(),
+        Command::Conflict(args) => cmd::graph::conflict(args, global).into(),
+        Command::Search(args) => cmd::retrieval::search(args, global).into(),
+        Command::Recall(args) => cmd::retrieval::recall(args, global).into(),
+        Command::Remember(args) => cmd::remember::run(args, global).into(),
+        Command::Checkpoint(args) => cmd::checkpoint::checkpoint(args).into(),
+        Command::Pending(args) => cmd::checkpoint::pending(args, global).into(),
+        Command::Capabilities(_) => cmd::admin::capabilities(global).into(),
+        Command::Instructions(args) => cmd::admin::instructions(args, global).into(),
+        Command::Schema(_) => cmd::admin::schema(global).into(),
+        Command::Doctor(_) => cmd::admin::doctor(global).into(),
+        Command::Verify(_) => cmd::admin::verify(global).into(),
+        Command::Reindex(_) => cmd::admin::reindex(global).into(),
+        Command::Backup(args) => cmd::admin::backup(args, global).into(),
+        Command::Demo => demo::run().into(),
+    }
 }
 
 /// Logs go to stderr only; `RUST_LOG` overrides the default `memoree=warn`.
@@ -95,3 +168,6 @@ fn init_logging() {
 pub(crate) fn cli_failure(code: ErrorCode, message: impl Into<String>) -> Response {
     Response::failure(CLI_REQUEST_ID, ErrorBody::new(code, message))
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,388 @@
+//! `memoree artifact put|get|revise|history|forget`.
+//!
+//! `put` and `revise` read a file or stdin (never more than the artifact limit plus one
+//! byte) and send UTF-8 as `text`, anything else as `base64`. `get --output` materializes
+//! the content on the client: atomically, never replacing an existing path unless
+//! `--force`, never following a symbolic link planted at the destination, and without
+//! echoing the content it wrote.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use clap::{Args, Subcommand};
+use serde_json::{Map, Value, json};
+
+use crate::cli::GlobalArgs;
+use crate::cli::request::{Call, insert_actor, insert_opt, invalid, io_failure, settle, too_large};
+use crate::fsutil::{self, FsError};
+use crate::protocol::artifact::{ArtifactContent, DEFAULT_MEDIA_TYPE};
+use crate::protocol::limits::{MAX_ARTIFACT_BYTES, MAX_ENCODED_CONTENT_BYTES};
+use crate::protocol::{ErrorBody, ErrorCode, Operation, Response};
+
+/// The media type of a file whose extension says nothing.
+const FALLBACK_MEDIA_TYPE: &str = "application/octet-stream";
+
+/// Store, read, revise and forget artifacts (exact, revisioned source material).
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  memoree artifact put docs/adr-7.md --kind decision --title 'ADR 7: storage'")]
+pub struct ArtifactArgs {
+    #[command(subcommand)]
+    command: ArtifactCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum ArtifactCommand {
+    Put(PutArgs),
+    Get(GetArgs),
+    Revise(ReviseArgs),
+    History(HistoryArgs),
+    Forget(ForgetArgs),
+}
+
+/// Store a file (or stdin with `-`) as a new artifact in the ambient scope.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  memoree artifact put notes.md --kind design\n  \
+                        git log -1 | memoree artifact put - --kind commit --title 'Last commit'")]
+struct PutArgs {
+    /// The file to store, or `-` for stdin.
+    source: String,
+    /// Artifact kind.
+    #[arg(long, default_value = "document")]
+    kind: String,
+    /// Title (default: the canonical file path, or `stdin`).
+    #[arg(long)]
+    title: Option<String>,
+    /// Media type (default: guessed from the extension; `text/plain; charset=utf-8` for stdin).
+    #[arg(long)]
+    media_type: Option<String>,
+    /// Idempotency key (default: a fresh `auto_<request id>`); reuse it only to retry.
+    #[arg(long)]
+    idempotency_key: Option<String>,
+}
+
+/// Read an artifact revision (the current one by default), optionally into a file.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  memoree artifact get art_01J... --metadata-only\n  \
+                        memoree artifact get art_01J... --revision arev_01J... --output /tmp/adr.md")]
+struct GetArgs {
+    artifact_id: String,
+    /// An exact revision id.
+    #[arg(long)]
+    revision: Option<String>,
+    /// Write the content to PATH instead of printing it; refuses an existing path.
+    #[arg(long, value_name = "PATH")]
+    output: Option<PathBuf>,
+    /// Replace an existing file at --output (a symbolic link there is replaced, not followed).
+    #[arg(long, requires = "output")]
+    force: bool,
+    /// Leave the content out (ignored with --output).
+    #[arg(long)]
+    metadata_only: bool,
+}
+
+/// Store new content as the next revision of an artifact.
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  memoree artifact revise art_01J... notes.md --if-revision arev_01J...")]
+struct ReviseArgs {
+    artifact_id: String,
+    /// The file holding the new content, or `-` for stdin.
+    source: String,
+    /// The revision you read; a different current revision is REVISION_CONFLICT.
+    #[arg(long)]
+    if_revision: String,
+    /// New title (default: keep the current one).
+    #[arg(long)]
+    title: Option<String>,
+    /// New media type (default: keep the current one; the file extension is not consulted).
+    #[arg(long)]
+    media_type: Option<String>,
+    /// Idempotency key (default: a fresh `auto_<request id>`); reuse it only to retry.
+    #[arg(long)]
+    idempotency_key: Option<String>,
+}
+
+/// List an artifact's revisions, newest first, without content.
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  memoree artifact history art_01J... --limit 10 --before-revision-number 11")]
+struct HistoryArgs {
+    artifact_id: String,
+    /// Revisions per page (1 to 100).
+    #[arg(long, default_value_t = 50)]
+    limit: i64,
+    /// Exclusive cursor: only revisions numbered below this.
+    #[arg(long)]
+    before_revision_number: Option<i64>,
+}
+
+/// Mark an artifact forgotten (it stays readable by exact get).
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  memoree artifact forget art_01J... --reason 'pasted by mistake'")]
+struct ForgetArgs {
+    artifact_id: String,
+    /// Why it is forgotten.
+    #[arg(long)]
+    reason: String,
+    /// Idempotency key (default: a fresh `auto_<request id>`); reuse it only to retry.
+    #[arg(long)]
+    idempotency_key: Option<String>,
+}
+
+pub(crate) fn run(args: ArtifactArgs, global: &GlobalArgs) -> Response {
+    settle(match args.command {
+        ArtifactCommand::Put(args) => put(args, global),
+        ArtifactCommand::Get(args) => Ok(get(args, global)),
+        ArtifactCommand::Revise(args) => revise(args, global),
+        ArtifactCommand::History(args) => Ok(history(args, global)),
+        ArtifactCommand::Forget(args) => Ok(forget(args, global)),
+    })
+}
+
+fn put(args: PutArgs, global: &GlobalArgs) -> Result<Response, Response> {
+    let source = Source::read(&args.source)?;
+    let mut input = Map::new();
+    input.insert("kind".to_owned(), Value::from(args.kind));
+    input.insert(
+        "title".to_owned(),
+        Value::from(args.title.unwrap_or_else(|| source.label.clone())),
+    );
+    let media_type = args.media_type.unwrap_or_else(|| source.guessed_media_type());
+    input.insert("media_type".to_owned(), Value::from(media_type));
+    input.insert("provenance".to_owned(), json!({"source": source.label}));
+    input.insert("content".to_owned(), content_value(source.bytes));
+    insert_actor(&mut input)?;
+    Ok(Call::new(Operation::ArtifactPut, input)
+        .idempotency_key(args.idempotency_key)
+        .send(global))
+}
+
+fn revise(args: ReviseArgs, global: &GlobalArgs) -> Result<Response, Response> {
+    let source = Source::read(&args.source)?;
+    let mut input = Map::new();
+    input.insert("artifact_id".to_owned(), Value::from(args.artifact_id));
+    input.insert("if_revision".to_owned(), Value::from(args.if_revision));
+    insert_opt(&mut input, "title", args.title);
+    insert_opt(&mut input, "media_type", args.media_type);
+    input.insert("provenance".to_owned(), json!({"source": source.label}));
+    input.insert("content".to_owned(), content_value(source.bytes));
+    insert_actor(&mut input)?;
+    Ok(Call::new(Operation::ArtifactRevise, input)
+        .idempotency_key(args.idempotency_key)
+        .send(global))
+}
+
+fn get(args: GetArgs, global: &GlobalArgs) -> Response {
+    let mut input = Map::new();
+    input.insert("artifact_id".to_owned(), Value::from(args.artifact_id));
+    insert_opt(&mut input, "revision_id", args.revision);
+    if args.metadata_only && args.output.is_none() {
+        input.insert("include_content".to_owned(), Value::Bool(false));
+    }
+    let response = Call::new(Operation::ArtifactGet, input).send(global);
+    match &args.output {
+        Some(dest) if response.ok => materialize(response, dest, args.force),
+        _ => response,
+    }
+}
+
+fn history(args: HistoryArgs, global: &GlobalArgs) -> Response {
+    let mut input = Map::new();
+    input.insert("artifact_id".to_owned(), Value::from(args.artifact_id));
+    input.insert("limit".to_owned(), Value::from(args.limit));
+    insert_opt(&mut input, "before_revision_number", args.before_revision_number);
+    Call::new(Operation::ArtifactHistory, input).send(global)
+}
+
+fn forget(args: ForgetArgs, global: &GlobalArgs) -> Response {
+    let input = json!({"artifact_id": args.artifact_id, "reason": args.reason});
+    Call::new(Operation::ArtifactForget, input)
+        .idempotency_key(args.idempotency_key)
+        .send(global)
+}
+
+/// Content read from a file or stdin, with its provenance label.
+struct Source {
+    bytes: Vec<u8>,
+    /// The canonical file path, or `stdin`.
+    label: String,
+    /// The canonical file path; `None` for stdin.
+    path: Option<PathBuf>,
+}
+
+impl Source {
+    /// Reads `-` (stdin) or a file. A file over the limit is refused from its metadata,
+    /// before any byte is read; stdin is read at most one byte past the limit.
+    fn read(arg: &str) -> Result<Source, Response> {
+        if arg == "-" {
+            let bytes = read_limited(std::io::stdin().lock(), "stdin")?;
+            return Ok(Source {
+                bytes,
+                label: "stdin".to_owned(),
+                path: None,
+            });
+        }
+        let path =
+            std::fs::canonicalize(arg).map_err(|e| invalid(format_args!("cannot read input file {arg}: {e}")))?;
+        let metadata = std::fs::metadata(&path)
+            .map_err(|e| invalid(format_args!("cannot read input file {}: {e}", path.display())))?;
+        if !metadata.is_file() {
+            return Err(invalid(format_args!("input {} is not a regular file", path.display())));
+        }
+        if metadata.len() > MAX_ARTIFACT_BYTES as u64 {
+            return Err(artifact_too_large(&path.display().to_string()));
+        }
+        let file =
+            File::open(&path).map_err(|e| invalid(format_args!("cannot read input file {}: {e}", path.display())))?;
+        let bytes = read_limited(file, &path.display().to_string())?;
+        Ok(Source {
+            bytes,
+            label: path.display().to_string(),
+            path: Some(path),
+        })
+    }
+
+    /// The media type guessed from the file extension; stdin is UTF-8 text.
+    fn guessed_media_type(&self) -> String {
+        match &self.path {
+            None => DEFAULT_MEDIA_TYPE.to_owned(),
+            Some(path) => guess_media_type(path),
+        }
+    }
+}
+
+fn guess_media_type(path: &Path) -> String {
+    mime_guess::from_path(path)
+        .first_raw()
+        .unwrap_or(FALLBACK_MEDIA_TYPE)
+        .to_owned()
+}
+
+fn read_limited(reader: impl Read, what: &str) -> Result<Vec<u8>, Response> {
+    let mut bytes = Vec::new();
+    reader
+        .take(MAX_ARTIFACT_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| io_failure(crate::protocol::CLI_REQUEST_ID, format_args!("reading {what}"), e))?;
+    if bytes.len() > MAX_ARTIFACT_BYTES {
+        return Err(artifact_too_large(what));
+    }
+    Ok(bytes)
+}
+
+fn artifact_too_large(what: &str) -> Response {
+    too_large(format_args!("{what} exceeds {MAX_ARTIFACT_BYTES} bytes"))
+}
+
+/// `text` when the bytes are UTF-8 and stay within the encoded limit as a JSON string,
+/// `base64` otherwise.
+fn content_value(bytes: Vec<u8>) -> Value {
+    let content = match String::from_utf8(bytes) {
+        Ok(text) if json_string_len(&text) <= MAX_ENCODED_CONTENT_BYTES => ArtifactContent::Text(text),
+        Ok(text) => ArtifactContent::Base64(base64::engine::general_purpose::STANDARD.encode(text)),
+        Err(e) => ArtifactContent::Base64(base64::engine::general_purpose::STANDARD.encode(e.into_bytes())),
+    };
+    serde_json::to_value(content).expect("artifact content always serializes")
+}
+
+/// The length of `text` as an escaped JSON string, quotes excluded.
+fn json_string_len(text: &str) -> usize {
+    serde_json::to_string(text).map_or(usize::MAX, |s| s.len() - 2)
+}
+
+/// Writes the content of a successful `artifact.get` to `dest` and replaces `content` in
+/// the result with `materialized_path` (the path as given).
+fn materialize(mut response: Response, dest: &Path, force: bool) -> Response {
+    let request_id = response.request_id.clone();
+    let fail = |code: ErrorCode, message: String| Response::failure(&request_id, ErrorBody::new(code, message));
+    let Some(result) = response.result.as_mut().and_then(Value::as_object_mut) else {
+        return fail(
+            ErrorCode::InternalError,
+            "internal error: artifact.get returned no result object".to_owned(),
+        );
+    };
+    let content = result.remove("content").map(serde_json::from_value::<ArtifactContent>);
+    let bytes = match content {
+        Some(Ok(ArtifactContent::Text(text))) => text.into_bytes(),
+        Some(Ok(ArtifactContent::Base64(data))) => match base64::engine::general_purpose::STANDARD.decode(data) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                return fail(
+                    ErrorCode::IntegrityError,
+                    format!("integrity check failed: artifact content is not valid base64: {e}"),
+                );
+            }
+        },
+        Some(Err(e)) => {
+            return fail(
+                ErrorCode::InternalError,
+                format!("internal error: artifact content is malformed: {e}"),
+            );
+        }
+        None => {
+            return fail(
+                ErrorCode::InternalError,
+                "internal error: artifact.get returned no content to write".to_owned(),
+            );
+        }
+    };
+    if let Some(parent) = dest.parent().filter(|p| !p.as_os_str().is_empty())
+        && let Err(e) = std::fs::create_dir_all(parent)
+    {
+        return io_failure(&request_id, format_args!("creating {}", parent.display()), e);
+    }
+    match fsutil::write_atomic(dest, &bytes, force) {
+        Ok(()) => {}
+        Err(FsError::AlreadyExists { .. }) => {
+            return fail(
+                ErrorCode::InvalidRequest,
+                format!(
+                    "invalid request: output already exists (pass --force to replace it): {}",
+                    dest.display()
+                ),
+            );
+        }
+        Err(e) => return fail(ErrorCode::InternalError, format!("I/O error: {e}")),
+    }
+    result.insert("materialized_path".to_owned(), Value::from(dest.display().to_string()));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn media_types_are_guessed_from_the_extension() {
+        let cases = [
+            ("a.md", "text/markdown"),
+            ("a.json", "application/json"),
+            ("a.svg", "image/svg+xml"),
+            ("a.rs", "text/x-rust"),
+            ("a.toml", "text/x-toml"),
+            ("a.yaml", "text/x-yaml"),
+            ("noext", FALLBACK_MEDIA_TYPE),
+        ];
+        for (name, expected) in cases {
+            assert_eq!(guess_media_type(Path::new(name)), expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn utf8_is_sent_as_text_and_other_bytes_as_base64() {
+        assert_eq!(content_value(b"hi\n".to_vec()), json!({"type": "text", "data": "hi\n"}));
+        assert_eq!(
+            content_value(vec![0xff, 0x00]),
+            json!({"type": "base64", "data": "/wA="})
+        );
+    }
+
+    #[test]
+    fn text_whose_escaping_would_pass_the_encoded_limit_goes_as_base64() {
+        // Every NUL escapes to six bytes (`\u0000`), so 8 MiB of them exceed 12 MiB encoded.
+        let nuls = vec![0u8; MAX_ARTIFACT_BYTES];
+        let value = content_value(nuls);
+        assert_eq!(value["type"], "base64");
+        assert_eq!(json_string_len("a\"b"), 4);
+    }
+}

@@ -1,0 +1,143 @@
+//! `memoree checkpoint` and `memoree pending list|show|preview|apply|drop`.
+//!
+//! Checkpoints are private local notes, one per session, that nothing retrieves. They
+//! become memory only through `pending preview`/`apply`, which run the remember flow on the
+//! stored text. The local envelopes carry a fresh request id and no context.
+
+use chrono::Utc;
+use clap::{Args, Subcommand};
+
+use super::context::require_context;
+use super::remember::{self, Mode};
+use crate::caller::CallerError;
+use crate::caller::checkpoint::{self, CheckpointStore};
+use crate::cli::GlobalArgs;
+use crate::cli::request::new_request_id;
+use crate::paths::Paths;
+use crate::protocol::Response;
+
+/// Save a private, unsearchable note for a session (last write wins).
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  memoree checkpoint --session s-42 --task fix-auth Tests pass; next: token refresh\n  \
+                        printf 'handoff notes' | memoree checkpoint --session s-42 -"
+)]
+pub struct CheckpointArgs {
+    /// The session id (one checkpoint slot per session).
+    #[arg(long)]
+    session: String,
+    /// The task the session works on.
+    #[arg(long)]
+    task: Option<String>,
+    /// The note (words joined with spaces), or `-` to read stdin.
+    text: Vec<String>,
+}
+
+/// Review pending checkpoints and promote or drop them.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  memoree pending list\n  memoree pending apply s-42")]
+pub struct PendingArgs {
+    #[command(subcommand)]
+    command: PendingCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum PendingCommand {
+    /// List pending checkpoints, newest first (without their text).
+    #[command(after_help = "Example:\n  memoree pending list --all")]
+    List {
+        /// Include checkpoints past the 14-day review window.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Show one checkpoint with its text.
+    #[command(after_help = "Example:\n  memoree pending show s-42")]
+    Show {
+        /// A `cp_…` id or a session id.
+        id: String,
+    },
+    /// Preview remembering a checkpoint (writes nothing).
+    #[command(after_help = "Example:\n  memoree pending preview cp_0123456789abcdef0123456789")]
+    Preview(PromoteArgs),
+    /// Remember a checkpoint: store it as an artifact plus compiled claims.
+    #[command(after_help = "Example:\n  memoree pending apply s-42 --idempotency-key handoff-s-42")]
+    Apply(PromoteArgs),
+    /// Delete a checkpoint for good.
+    #[command(after_help = "Example:\n  memoree pending drop s-42")]
+    Drop {
+        /// A `cp_…` id or a session id.
+        id: String,
+    },
+}
+
+#[derive(Debug, Args)]
+struct PromoteArgs {
+    /// A `cp_…` id or a session id.
+    id: String,
+    /// Proceed although the text matches credential patterns.
+    #[arg(long)]
+    allow_flagged: bool,
+    /// Let Codex fall back to an API key for this one invocation (ask the human first).
+    #[arg(long)]
+    allow_api_key: bool,
+    /// Logical idempotency key (default: derived from the checkpoint text).
+    #[arg(long)]
+    idempotency_key: Option<String>,
+}
+
+pub(crate) fn checkpoint(args: CheckpointArgs) -> Response {
+    let request_id = new_request_id();
+    let written = checkpoint::read_checkpoint_text(&args.text, std::io::stdin().lock())
+        .and_then(|text| open_store()?.write(&args.session, args.task.as_deref(), &text));
+    match written {
+        Ok(record) => {
+            let mut response = Response::success(request_id, checkpoint::write_result(&record, Utc::now()));
+            response.warnings.extend(record.sensitive_warning());
+            response
+        }
+        Err(error) => Response::failure(request_id, error.to_error_body()),
+    }
+}
+
+pub(crate) fn pending(args: PendingArgs, global: &GlobalArgs) -> Response {
+    let request_id = new_request_id();
+    let result = match args.command {
+        PendingCommand::List { all } => {
+            open_store().and_then(|store| Ok(checkpoint::list_result(&store.list(all)?, all, Utc::now())))
+        }
+        PendingCommand::Show { id } => open_store().and_then(|store| Ok(checkpoint::show_result(&store.show(&id)?))),
+        PendingCommand::Drop { id } => open_store().and_then(|store| Ok(store.drop(&id)?.to_json())),
+        PendingCommand::Preview(args) => return promote(&request_id, args, false, global),
+        PendingCommand::Apply(args) => return promote(&request_id, args, true, global),
+    };
+    match result {
+        Ok(result) => Response::success(request_id, result),
+        Err(error) => Response::failure(request_id, error.to_error_body()),
+    }
+}
+
+/// Runs the remember flow on a stored checkpoint (preview, or apply with `apply`).
+fn promote(request_id: &str, args: PromoteArgs, apply: bool, global: &GlobalArgs) -> Response {
+    let prepared = open_store()
+        .and_then(|store| store.show(&args.id))
+        .and_then(|record| record.remember_input(args.allow_flagged, args.idempotency_key));
+    let (note, options) = match prepared {
+        Ok(prepared) => prepared,
+        Err(error) => return Response::failure(request_id, error.to_error_body()),
+    };
+    let (context, source) = match require_context("pending") {
+        Ok(resolved) => resolved,
+        Err(body) => return Response::failure(request_id, body),
+    };
+    let mode = Mode {
+        raw: false,
+        allow_api_key: args.allow_api_key,
+        apply,
+    };
+    remember::execute(request_id, (&context, source), note, &options, mode, global)
+}
+
+fn open_store() -> Result<CheckpointStore, CallerError> {
+    let paths = Paths::from_env().map_err(|e| CallerError::Config(e.to_string()))?;
+    CheckpointStore::open(&paths.data_dir)
+}

@@ -1,0 +1,123 @@
+//! The CLI contract: one envelope on stdout, exit codes from the error table, usage errors
+//! with an empty stdout, and help with an example.
+
+use crate::support::{TempHome, code, envelope, field};
+
+#[test]
+fn stdout_is_one_compact_envelope_or_one_pretty_document() {
+    let home = TempHome::new();
+    let (status, compact) = home.run_cli(&["capabilities"]);
+    assert_eq!(status, 0);
+    assert_eq!(compact["result"]["product"], "memoree");
+    let id = compact["request_id"].as_str().unwrap();
+    assert!(id.starts_with("req_") && id.len() == 30, "{id}");
+
+    let output = home.cmd(&["--pretty", "capabilities"]).output().unwrap();
+    assert!(output.status.success());
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.starts_with("{\n  \"v\": 1,\n"), "{text}");
+    assert!(text.ends_with("}\n"));
+    let pretty: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(pretty["result"]["operations"], compact["result"]["operations"]);
+    assert!(output.stderr.is_empty(), "{}", String::from_utf8_lossy(&output.stderr));
+}
+
+#[test]
+fn exit_codes_follow_the_error_table() {
+    let home = TempHome::new();
+    // 3: NOT_FOUND
+    let (status, body) = home.run_cli(&["artifact", "get", "art_missing"]);
+    assert_eq!((status, code(&body)), (3, "NOT_FOUND"));
+    // 5: NO_AMBIENT_CONTEXT, reported for the request's own id
+    let (status, body) = home.run_cli_in(&home.outside, &["artifact", "put", "-"]);
+    assert_eq!((status, code(&body)), (5, "NO_AMBIENT_CONTEXT"));
+    assert_ne!(body["request_id"], "req_cli");
+    assert!(body["error"]["hint"].as_str().unwrap().contains("memoree init"));
+    // 2: INVALID_REQUEST raised by the CLI itself
+    let (status, body) = home.run_cli(&["claim", "assert", "fact", "x", "--evidence", "no-at-sign"]);
+    assert_eq!((status, code(&body)), (2, "INVALID_REQUEST"));
+    assert_eq!(body["request_id"], "req_cli");
+    // 4: REVISION_CONFLICT and IDEMPOTENCY_CONFLICT
+    let file = home.write_file("note.txt", "one");
+    let path = file.to_str().unwrap();
+    let (_, put) = home.run_cli(&["artifact", "put", path, "--idempotency-key", "k1"]);
+    let id = field(&put, "artifact_id");
+    let (status, body) = home.run_cli(&["artifact", "revise", id, path, "--if-revision", "arev_stale"]);
+    assert_eq!((status, code(&body)), (4, "REVISION_CONFLICT"));
+    let (status, body) = home.run_cli(&["artifact", "put", path, "--idempotency-key", "k1", "--kind", "other"]);
+    assert_eq!((status, code(&body)), (4, "IDEMPOTENCY_CONFLICT"));
+}
+
+#[test]
+fn a_file_over_the_artifact_limit_is_refused_before_it_is_read() {
+    let home = TempHome::new();
+    let path = home.root.join("huge.bin");
+    let file = std::fs::File::create(&path).unwrap();
+    file.set_len(8 * 1024 * 1024 + 1).unwrap();
+    let (status, body) = home.run_cli(&["artifact", "put", path.to_str().unwrap()]);
+    assert_eq!((status, code(&body)), (2, "CONTENT_TOO_LARGE"));
+    let (status, body) = home.run_cli_stdin(&["artifact", "put", "-"], vec![b'x'; 8 * 1024 * 1024 + 1]);
+    assert_eq!((status, code(&body)), (2, "CONTENT_TOO_LARGE"));
+}
+
+#[test]
+fn usage_errors_leave_stdout_empty_and_exit_2() {
+    let home = TempHome::new();
+    let cases: [&[&str]; 4] = [
+        &["artifact", "frobnicate"],
+        &["claim", "assert", "opinion", "cats are great"],
+        &["link", "claim:a", "derived_from", "claim:b"],
+        &["artifact", "get", "art_1", "--force"],
+    ];
+    for args in cases {
+        let output = home.cmd(args).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(
+            output.stdout.is_empty(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+        assert!(!output.stderr.is_empty(), "{args:?}");
+    }
+    let output = home
+        .cmd(&["capabilities"])
+        .env("MEMOREE_NO_AUTOSTART", "1")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+}
+
+#[test]
+fn help_goes_to_stdout_with_an_example() {
+    let home = TempHome::new();
+    for args in [
+        &["--help"][..],
+        &["artifact", "put", "--help"],
+        &["claim", "assert", "--help"],
+        &["session", "exec", "--help"],
+        &["pending", "apply", "--help"],
+        &["context", "build", "--help"],
+    ] {
+        let output = home.cmd(args).output().unwrap();
+        assert!(output.status.success(), "{args:?}");
+        let text = String::from_utf8(output.stdout).unwrap();
+        assert!(text.contains("\nExample"), "{args:?}: {text}");
+        assert!(output.stderr.is_empty());
+    }
+}
+
+#[test]
+fn memoree_call_attaches_the_marker_context_and_never_invents_a_key() {
+    let home = TempHome::new();
+    let request = r#"{"request_id":"r1","op":"context.resolve","input":{}}"#;
+    let (status, body) = home.run_cli_stdin(&["call"], request);
+    assert_eq!(status, 0, "{body}");
+    assert_eq!(body["request_id"], "r1");
+    assert_eq!(body["context"]["resolved_from"], "marker");
+    let request = r#"{"request_id":"r2","op":"artifact.forget","input":{"artifact_id":"a","reason":"r"}}"#;
+    let output = home.cmd(&["call"]).write_stdin(request).output().unwrap();
+    let body = envelope(&output);
+    assert_eq!((output.status.code(), code(&body)), (Some(2), "INVALID_REQUEST"));
+    assert!(body["error"]["message"].as_str().unwrap().contains("idempotency_key"));
+}
