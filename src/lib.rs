@@ -9,6 +9,7 @@ pub mod cli;
 pub mod client;
 pub mod fsutil;
 pub mod paths;
+pub mod progress;
 pub mod protocol;
 pub mod retrieval;
 pub mod service;

@@ -14,7 +14,11 @@ pub mod conflict;
 mod error;
 pub mod idempotency;
 mod migrate;
+pub mod reindex;
 pub mod scope;
+#[cfg(test)]
+pub(crate) mod test_seed;
+pub mod verify;
 mod writer;
 
 use std::fs;
