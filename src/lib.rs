@@ -8,6 +8,7 @@ pub mod caller;
 pub mod cli;
 pub mod client;
 pub mod fsutil;
+pub mod instructions;
 pub mod paths;
 pub mod progress;
 pub mod protocol;

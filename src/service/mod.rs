@@ -310,3 +310,5 @@ fn failure(request_id: &str, error: ServiceError) -> Response {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_admin;

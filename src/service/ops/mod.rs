@@ -1,5 +1,6 @@
 //! The dispatch table: one arm per operation, one file per operation family.
 
+mod admin;
 mod artifact;
 mod claim;
 mod meta;
@@ -54,6 +55,12 @@ pub(crate) fn dispatch(service: &Service, call: &Call<'_>) -> Result<Output, Ser
         Operation::ClaimHistory => claim::history(service, call),
         Operation::ClaimRevise => claim::revise(service, call),
         Operation::ClaimRetract => claim::retract(service, call),
+        Operation::Instructions => admin::instructions(call),
+        Operation::Schema => admin::schema(call),
+        Operation::Doctor => admin::doctor(service, call),
+        Operation::Verify => admin::verify(service, call),
+        Operation::BackupCreate => admin::backup_create(service, call),
+        Operation::Reindex => admin::reindex(service, call),
         op => Err(ServiceError::invalid(format!(
             "operation {op} is not implemented by this binary; see capabilities"
         ))),
@@ -76,5 +83,11 @@ pub(crate) fn is_implemented(op: Operation) -> bool {
             | Operation::ClaimHistory
             | Operation::ClaimRevise
             | Operation::ClaimRetract
+            | Operation::Instructions
+            | Operation::Schema
+            | Operation::Doctor
+            | Operation::Verify
+            | Operation::BackupCreate
+            | Operation::Reindex
     )
 }
