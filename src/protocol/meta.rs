@@ -64,4 +64,23 @@ pub struct CapabilitiesDocument {
     pub guarantees: Vec<&'static str>,
     pub operations: Vec<OperationCapability>,
     pub extensions: Vec<&'static str>,
+    /// Extension: the default recency rerank of the retrieval operations.
+    pub recency_policy: RecencyPolicy,
+}
+
+/// The bounded recency rerank as reported by `capabilities`.
+#[derive(Clone, Debug, Serialize)]
+pub struct RecencyPolicy {
+    pub policy_version: &'static str,
+    pub enabled_by_default: bool,
+    pub max_promotion: usize,
+    pub decay_classes: Vec<DecayClassPolicy>,
+}
+
+/// One decay class of the recency rerank.
+#[derive(Clone, Debug, Serialize)]
+pub struct DecayClassPolicy {
+    pub decay_class: &'static str,
+    pub half_life_days: f64,
+    pub max_bonus_ratio: f64,
 }

@@ -2,6 +2,7 @@
 //! inputs and outputs of every operation. Nothing here performs I/O or touches storage;
 //! this module is the only place that derives serde for the wire.
 
+pub mod admin;
 pub mod artifact;
 pub mod claim;
 mod envelope;

@@ -125,6 +125,11 @@ impl Operation {
         Operation::ALL.into_iter().find(|op| op.wire_name() == name)
     }
 
+    /// Whether this is one of the 23 operations of protocol v1 (not an extension).
+    pub fn is_protocol_v1(self) -> bool {
+        !matches!(self, Operation::Reindex)
+    }
+
     /// Logical memory mutations: they need an idempotency key and ambient context, and
     /// they advance `commit_seq`.
     pub fn is_mutating(self) -> bool {

@@ -314,4 +314,6 @@ fn failure(request_id: &str, error: ServiceError) -> Response {
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_admin;
+#[cfg(test)]
 mod tests_graph;

@@ -9,13 +9,19 @@
 //! immutable (enforced by triggers); the FTS tables are a rebuildable projection.
 
 pub mod artifact;
+pub mod backup;
 pub mod claim;
 pub mod conflict;
 mod error;
 pub mod idempotency;
 mod migrate;
+pub mod reindex;
 pub mod relation;
+pub mod restore;
 pub mod scope;
+#[cfg(test)]
+pub(crate) mod test_seed;
+pub mod verify;
 mod writer;
 
 use std::fs;

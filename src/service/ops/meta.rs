@@ -1,12 +1,13 @@
 //! `context.resolve` and `capabilities`.
 
+use crate::instructions::INSTRUCTION_SET_VERSION;
 use crate::protocol::limits;
-use crate::protocol::meta::{CapabilitiesDocument, ContextResolveResult, EmptyInput, OperationCapability};
+use crate::protocol::meta::{
+    CapabilitiesDocument, ContextResolveResult, DecayClassPolicy, EmptyInput, OperationCapability, RecencyPolicy,
+};
 use crate::protocol::{Horizon, Operation, PROTOCOL_VERSION, ResolvedContext};
+use crate::retrieval::rank::{self, DecayClass};
 use crate::service::{Call, Output, ServiceError};
-
-/// The version of the generated agent instructions.
-pub(crate) const INSTRUCTION_SET_VERSION: u32 = 7;
 
 pub(super) fn context_resolve(call: &Call<'_>) -> Result<Output, ServiceError> {
     let _: EmptyInput = call.input()?;
@@ -70,7 +71,9 @@ pub(crate) fn document() -> CapabilitiesDocument {
         ],
         operations: Operation::ALL
             .into_iter()
-            .filter(|op| super::is_implemented(*op))
+            // Extensions are advertised in `extensions` only: a client written against the
+            // reference parses `operation` as one of the 23 protocol v1 names.
+            .filter(|op| super::is_implemented(*op) && op.is_protocol_v1())
             .map(|op| OperationCapability {
                 operation: op.wire_name(),
                 available: true,
@@ -86,6 +89,33 @@ pub(crate) fn document() -> CapabilitiesDocument {
             "reindex",
             "connection_busy_envelope",
             "multi_request_connections",
+            "recency_policy",
         ],
+        recency_policy: recency_policy(),
+    }
+}
+
+fn recency_policy() -> RecencyPolicy {
+    const CLASSES: [DecayClass; 7] = [
+        DecayClass::Ephemeral,
+        DecayClass::Decision,
+        DecayClass::Constraint,
+        DecayClass::Procedure,
+        DecayClass::Observation,
+        DecayClass::Preference,
+        DecayClass::General,
+    ];
+    RecencyPolicy {
+        policy_version: rank::POLICY_VERSION,
+        enabled_by_default: true,
+        max_promotion: rank::MAX_PROMOTION,
+        decay_classes: CLASSES
+            .into_iter()
+            .map(|class| DecayClassPolicy {
+                decay_class: class.as_str(),
+                half_life_days: class.half_life_days(),
+                max_bonus_ratio: class.max_bonus_ratio(),
+            })
+            .collect(),
     }
 }

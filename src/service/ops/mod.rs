@@ -1,5 +1,6 @@
 //! The dispatch table: one arm per operation, one file per operation family.
 
+mod admin;
 mod artifact;
 mod claim;
 mod meta;
@@ -62,6 +63,12 @@ pub(crate) fn dispatch(service: &Service, call: &Call<'_>) -> Result<Output, Ser
         Operation::RelationPut => relation::put(service, call),
         Operation::RelationList => relation::list(service, call),
         Operation::ConflictList => relation::conflict_list(service, call),
+        Operation::Instructions => admin::instructions(call),
+        Operation::Schema => admin::schema(call),
+        Operation::Doctor => admin::doctor(service, call),
+        Operation::Verify => admin::verify(service, call),
+        Operation::BackupCreate => admin::backup_create(service, call),
+        Operation::Reindex => admin::reindex(service, call),
         op => Err(ServiceError::invalid(format!(
             "operation {op} is not implemented by this binary; see capabilities"
         ))),
@@ -87,5 +94,11 @@ pub(crate) fn is_implemented(op: Operation) -> bool {
             | Operation::RelationPut
             | Operation::RelationList
             | Operation::ConflictList
+            | Operation::Instructions
+            | Operation::Schema
+            | Operation::Doctor
+            | Operation::Verify
+            | Operation::BackupCreate
+            | Operation::Reindex
     )
 }

@@ -1,0 +1,139 @@
+//! `doctor`, `verify`, `backup.create`, `reindex`, `instructions` and `schema`.
+//!
+//! None of these is a logical memory mutation: they take no idempotency key, advance no
+//! `commit_seq` and leave no replay record.
+
+use std::path::{Path, PathBuf};
+
+use crate::protocol::admin::{
+    BackupCreateInput, BackupResult, DoctorResult, InstructionsContent, InstructionsFormat, InstructionsInput,
+    InstructionsResult, ReindexResult, VerifyIssueDetail, VerifyResult,
+};
+use crate::protocol::meta::EmptyInput;
+use crate::protocol::schema;
+use crate::service::{Call, Output, Service, ServiceError};
+use crate::store::verify::VerifyReport;
+use crate::store::{BLOBS_DIR, DB_FILE, schema_version};
+use crate::{fsutil, instructions, timefmt};
+
+pub(super) fn doctor(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
+    let _: EmptyInput = call.input()?;
+    let store = service.store();
+    let (last_commit_seq, schema_version) =
+        store.read(|conn| Ok((crate::store::last_commit_seq(conn)?, schema_version(conn)?)))?;
+    let data_dir = store.data_dir();
+    let (blob_bytes, blob_count) = blob_usage(&data_dir.join(BLOBS_DIR));
+    Output::read(DoctorResult {
+        status: "ok",
+        running: true,
+        daemon_pid: service.runtime().daemon_pid.unwrap_or_else(std::process::id),
+        authoritative_store: "sqlite_wal",
+        retrieval_mode: "fts5",
+        last_commit_seq: last_commit_seq.max(0),
+        data_dir: data_dir.display().to_string(),
+        schema_version: schema_version.max(0),
+        database_bytes: database_bytes(data_dir),
+        blob_bytes,
+        blob_count,
+        disk_free_bytes: fsutil::disk_free_bytes(data_dir).ok(),
+        version: env!("CARGO_PKG_VERSION"),
+    })
+}
+
+/// The database file plus its WAL.
+fn database_bytes(data_dir: &Path) -> u64 {
+    [DB_FILE.to_owned(), format!("{DB_FILE}-wal")]
+        .iter()
+        .filter_map(|name| std::fs::metadata(data_dir.join(name)).ok())
+        .map(|meta| meta.len())
+        .sum()
+}
+
+/// Bytes and count of published CAS objects (the writers' scratch directory excluded).
+fn blob_usage(root: &Path) -> (u64, u64) {
+    let (bytes, count) = fsutil::dir_size(root).unwrap_or((0, 0));
+    let (tmp_bytes, tmp_count) = fsutil::dir_size(&root.join(".tmp")).unwrap_or((0, 0));
+    (bytes.saturating_sub(tmp_bytes), count.saturating_sub(tmp_count))
+}
+
+pub(super) fn verify(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
+    let _: EmptyInput = call.input()?;
+    let report = service.store().verify()?;
+    Output::read(verify_result(&report))
+}
+
+/// The wire form of a verification report.
+pub(crate) fn verify_result(report: &VerifyReport) -> VerifyResult {
+    VerifyResult {
+        ok: report.is_ok(),
+        schema_version: report.schema_version.max(0),
+        last_commit_seq: report.last_commit_seq.max(0),
+        checked_artifact_revisions: report.checked_artifact_revisions,
+        checked_claim_revisions: report.checked_claim_revisions,
+        checked_external_blobs: report.checked_external_blobs,
+        issues: report.issues.iter().map(|issue| issue.line()).collect(),
+        warnings: report.warnings.clone(),
+        issue_details: report
+            .issues
+            .iter()
+            .map(|issue| VerifyIssueDetail {
+                kind: issue.kind,
+                entity: issue.entity.clone(),
+                detail: issue.detail.clone(),
+            })
+            .collect(),
+    }
+}
+
+pub(super) fn backup_create(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
+    let input: BackupCreateInput = call.input()?;
+    if input.destination.trim().is_empty() {
+        return Err(ServiceError::invalid("destination must not be empty"));
+    }
+    let destination = PathBuf::from(&input.destination);
+    if !destination.is_absolute() {
+        return Err(ServiceError::invalid(format!(
+            "backup destination must be an absolute path as seen by the daemon, got {}",
+            input.destination
+        )));
+    }
+    let report = service.store().backup(&destination)?;
+    Output::read(BackupResult {
+        destination: report.destination.display().to_string(),
+        database: report.database.display().to_string(),
+        blobs: report.blobs.display().to_string(),
+        commit_seq: report.commit_seq,
+        copied_external_blobs: report.copied_external_blobs,
+        created_at: timefmt::to_wire(&report.created_at),
+    })
+}
+
+pub(super) fn reindex(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
+    let _: EmptyInput = call.input()?;
+    let report = service.store().reindex()?;
+    Output::read(ReindexResult {
+        reindexed_artifact_revisions: report.artifact_revisions,
+        reindexed_claim_revisions: report.claim_revisions,
+        removed_orphan_rows: report.removed_orphan_rows,
+        last_commit_seq: report.last_commit_seq.max(0),
+    })
+}
+
+pub(super) fn instructions(call: &Call<'_>) -> Result<Output, ServiceError> {
+    let input: InstructionsInput = call.input()?;
+    let content = match input.format {
+        InstructionsFormat::Json => InstructionsContent::Document(Box::new(instructions::document())),
+        InstructionsFormat::Markdown | InstructionsFormat::AgentsMd | InstructionsFormat::ClaudeMd => {
+            InstructionsContent::Markdown(instructions::markdown())
+        }
+    };
+    Output::read(InstructionsResult {
+        format: input.format,
+        content,
+    })
+}
+
+pub(super) fn schema(call: &Call<'_>) -> Result<Output, ServiceError> {
+    let _: EmptyInput = call.input()?;
+    Output::read(schema::bundle())
+}

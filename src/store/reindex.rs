@@ -1,0 +1,143 @@
+//! `reindex`: rebuilds the derived FTS projection from the authoritative revisions and CAS.
+//!
+//! Runs on the writer connection inside [`Store::exclusive`], in one transaction: every
+//! FTS row is dropped (orphans included) and one row per revision is written again, with
+//! the same text the write path indexes (title plus the body of indexable media types,
+//! statement for claims). A blob that cannot be read verified fails the whole rebuild and
+//! leaves the old projection untouched; run `verify` to locate it.
+//!
+//! **Invariant:** authoritative tables are never written, and `commit_seq` does not move.
+
+use std::collections::HashSet;
+
+use rusqlite::{Connection, params};
+
+use super::error::StoreResult;
+use super::{Store, last_commit_seq};
+use crate::blob::{self, BlobStore, Digest};
+use crate::progress::Progress;
+use crate::store::StoreError;
+
+/// What a rebuild did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReindexReport {
+    pub artifact_revisions: u64,
+    pub claim_revisions: u64,
+    /// FTS rows that belonged to no revision before the rebuild.
+    pub removed_orphan_rows: u64,
+    pub last_commit_seq: i64,
+}
+
+impl Store {
+    /// Rebuilds both FTS tables while no write can run.
+    pub fn reindex(&self) -> StoreResult<ReindexReport> {
+        let blobs = self.blobs().clone();
+        self.exclusive(move |conn| rebuild(conn, &blobs))
+    }
+}
+
+/// Rebuilds the projection on `conn` (the writer connection, outside any transaction).
+pub fn rebuild(conn: &Connection, blobs: &BlobStore) -> StoreResult<ReindexReport> {
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    match rebuild_in_transaction(conn, blobs) {
+        Ok(report) => {
+            conn.execute_batch("COMMIT")?;
+            Ok(report)
+        }
+        Err(error) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(error)
+        }
+    }
+}
+
+fn rebuild_in_transaction(conn: &Connection, blobs: &BlobStore) -> StoreResult<ReindexReport> {
+    let removed_orphan_rows =
+        orphans(conn, "artifact_revisions", "artifact_fts")? + orphans(conn, "claim_revisions", "claim_fts")?;
+    conn.execute_batch(
+        "INSERT INTO artifact_fts (artifact_fts) VALUES ('delete-all');
+         INSERT INTO claim_fts (claim_fts) VALUES ('delete-all');",
+    )?;
+    let total: i64 = conn.query_row(
+        "SELECT (SELECT count(*) FROM artifact_revisions) + (SELECT count(*) FROM claim_revisions)",
+        [],
+        |r| r.get(0),
+    )?;
+    let mut progress = Progress::new("reindex: revisions", total.max(0) as u64);
+    let artifact_revisions = reindex_artifacts(conn, blobs, &mut progress)?;
+    let claim_revisions = reindex_claims(conn, &mut progress)?;
+    conn.execute_batch(
+        "INSERT INTO artifact_fts (artifact_fts) VALUES ('optimize');
+         INSERT INTO claim_fts (claim_fts) VALUES ('optimize');",
+    )?;
+    Ok(ReindexReport {
+        artifact_revisions,
+        claim_revisions,
+        removed_orphan_rows,
+        last_commit_seq: last_commit_seq(conn)?,
+    })
+}
+
+/// FTS rowids with no revision of that seq.
+fn orphans(conn: &Connection, revisions: &str, fts: &str) -> StoreResult<u64> {
+    let seqs: HashSet<i64> = {
+        let mut stmt = conn.prepare(&format!("SELECT seq FROM {revisions}"))?;
+        stmt.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?
+    };
+    let mut stmt = conn.prepare(&format!("SELECT rowid FROM {fts}"))?;
+    let mut rows = stmt.query([])?;
+    let mut count = 0;
+    while let Some(row) = rows.next()? {
+        if !seqs.contains(&row.get::<_, i64>(0)?) {
+            count += 1;
+        }
+    }
+    Ok(count)
+}
+
+fn reindex_artifacts(conn: &Connection, blobs: &BlobStore, progress: &mut Progress) -> StoreResult<u64> {
+    let mut insert = conn.prepare("INSERT INTO artifact_fts (rowid, title, body) VALUES (?1, ?2, ?3)")?;
+    let mut stmt = conn.prepare(
+        "SELECT seq, id, title, body_indexed, blob_hash, blob_size, inline_blob FROM artifact_revisions ORDER BY seq",
+    )?;
+    let mut rows = stmt.query([])?;
+    let mut count = 0;
+    while let Some(row) = rows.next()? {
+        let seq: i64 = row.get(0)?;
+        let revision: String = row.get(1)?;
+        let title: String = row.get(2)?;
+        let body = if row.get::<_, bool>(3)? {
+            let hash: String = row.get(4)?;
+            let size = row.get::<_, i64>(5)?.max(0) as u64;
+            let digest = Digest::parse(&hash)
+                .ok_or_else(|| StoreError::Integrity(format!("invalid blob hash on revision {revision}")))?;
+            let bytes = match row.get::<_, Option<Vec<u8>>>(6)? {
+                Some(inline) => {
+                    blob::check(&digest, size, &inline)?;
+                    inline
+                }
+                None => blobs.get(&digest, size)?,
+            };
+            String::from_utf8_lossy(&bytes).into_owned()
+        } else {
+            String::new()
+        };
+        insert.execute(params![seq, title, body])?;
+        count += 1;
+        progress.inc(1);
+    }
+    Ok(count)
+}
+
+fn reindex_claims(conn: &Connection, progress: &mut Progress) -> StoreResult<u64> {
+    let mut insert = conn.prepare("INSERT INTO claim_fts (rowid, statement) VALUES (?1, ?2)")?;
+    let mut stmt = conn.prepare("SELECT seq, statement FROM claim_revisions ORDER BY seq")?;
+    let mut rows = stmt.query([])?;
+    let mut count = 0;
+    while let Some(row) = rows.next()? {
+        insert.execute(params![row.get::<_, i64>(0)?, row.get::<_, String>(1)?])?;
+        count += 1;
+        progress.inc(1);
+    }
+    Ok(count)
+}

@@ -1,0 +1,704 @@
+//! `verify`: read-only consistency checks of the database, the FTS projection and the CAS.
+//!
+//! Checks run on one read snapshot, so concurrent writes never produce false reports: a blob
+//! published after the snapshot is at worst an unreferenced file (a warning, not an issue).
+//! A check that cannot even run (for example because a table is missing) becomes an issue
+//! of kind `check_failed` instead of aborting the others.
+//!
+//! **Invariant:** nothing here writes. The caller passes a read-only (`query_only`)
+//! connection; the CAS is only listed and read.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::{self, File};
+use std::io;
+use std::path::Path;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::claim::evidence_from_json;
+use super::error::StoreResult;
+use super::migrate::{SCHEMA_VERSION, schema_version};
+use crate::blob::{self, BlobError, Digest};
+use crate::progress::Progress;
+
+/// Stable, machine-readable issue kinds.
+pub mod kind {
+    /// A check could not run at all; the detail names the check and the error.
+    pub const CHECK_FAILED: &str = "check_failed";
+    /// `PRAGMA integrity_check` reported a problem.
+    pub const DATABASE_INTEGRITY: &str = "database_integrity";
+    /// `PRAGMA foreign_key_check` reported a dangling reference.
+    pub const FOREIGN_KEY: &str = "foreign_key";
+    /// The schema version is not the one this binary writes.
+    pub const SCHEMA_VERSION: &str = "schema_version";
+    /// `commit_state`, `max(events.commit_seq)` and `count(events)` disagree.
+    pub const COMMIT_SEQUENCE: &str = "commit_sequence";
+    /// An artifact or claim head does not point at its own newest revision.
+    pub const HEAD_REVISION: &str = "head_revision";
+    /// A revision has no full-text row.
+    pub const FTS_MISSING: &str = "fts_missing";
+    /// A revision has more than one full-text row.
+    pub const FTS_DUPLICATE: &str = "fts_duplicate";
+    /// A full-text row belongs to no revision.
+    pub const FTS_ORPHAN: &str = "fts_orphan";
+    /// A relation endpoint does not exist.
+    pub const RELATION_ENDPOINT: &str = "relation_endpoint";
+    /// A conflict case contradicts its relation, its revisions or the claims' lifecycle.
+    pub const CONFLICT_CASE: &str = "conflict_case";
+    /// A conflict case's event history does not match the case.
+    pub const CONFLICT_EVENTS: &str = "conflict_events";
+    /// A claim revision's evidence is malformed, dangling or out of bounds.
+    pub const CLAIM_EVIDENCE: &str = "claim_evidence";
+    /// A revision's `blob_hash` is not a valid digest.
+    pub const BLOB_HASH: &str = "blob_hash";
+    /// A referenced CAS object does not exist.
+    pub const BLOB_MISSING: &str = "blob_missing";
+    /// Inline or CAS bytes do not match their digest or size.
+    pub const BLOB_CORRUPT: &str = "blob_corrupt";
+    /// A CAS object exists but cannot be read.
+    pub const BLOB_UNREADABLE: &str = "blob_unreadable";
+    /// The CAS directory holds something that is not a well-placed object.
+    pub const CAS_UNEXPECTED: &str = "cas_unexpected";
+    /// More issues were found than are reported.
+    pub const TRUNCATED: &str = "issues_truncated";
+}
+
+/// Issues reported in full; the rest are counted in one `issues_truncated` issue.
+pub const MAX_ISSUES: usize = 1000;
+
+/// One problem found by [`verify`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Issue {
+    pub kind: &'static str,
+    /// The entity, revision, blob or path concerned, if any.
+    pub entity: Option<String>,
+    pub detail: String,
+}
+
+impl Issue {
+    /// The one-line form: `<kind>: <entity>: <detail>`.
+    pub fn line(&self) -> String {
+        match &self.entity {
+            Some(entity) => format!("{}: {entity}: {}", self.kind, self.detail),
+            None => format!("{}: {}", self.kind, self.detail),
+        }
+    }
+}
+
+/// What [`verify`] checked and found.
+#[derive(Clone, Debug, Default)]
+pub struct VerifyReport {
+    pub schema_version: i64,
+    pub last_commit_seq: i64,
+    pub checked_artifact_revisions: u64,
+    pub checked_claim_revisions: u64,
+    pub checked_external_blobs: u64,
+    pub issues: Vec<Issue>,
+    pub warnings: Vec<String>,
+}
+
+impl VerifyReport {
+    /// True when no issue was found.
+    pub fn is_ok(&self) -> bool {
+        self.issues.is_empty()
+    }
+
+    /// Whether any issue has this kind.
+    pub fn has(&self, kind: &str) -> bool {
+        self.issues.iter().any(|issue| issue.kind == kind)
+    }
+}
+
+/// Collects issues, keeping at most [`MAX_ISSUES`].
+struct Findings {
+    report: VerifyReport,
+    suppressed: u64,
+}
+
+impl Findings {
+    fn issue(&mut self, kind: &'static str, entity: Option<String>, detail: impl Into<String>) {
+        if self.report.issues.len() >= MAX_ISSUES {
+            self.suppressed += 1;
+            return;
+        }
+        self.report.issues.push(Issue {
+            kind,
+            entity,
+            detail: detail.into(),
+        });
+    }
+
+    fn about(&mut self, kind: &'static str, entity: impl Into<String>, detail: impl Into<String>) {
+        self.issue(kind, Some(entity.into()), detail);
+    }
+
+    /// Runs one check; a check that fails to run is itself an issue.
+    fn check(&mut self, name: &str, f: impl FnOnce(&mut Findings) -> StoreResult<()>) {
+        if let Err(error) = f(self) {
+            self.issue(kind::CHECK_FAILED, None, format!("{name}: {error}"));
+        }
+    }
+}
+
+/// Verifies the store behind `conn` (a read-only connection, ideally inside one read
+/// transaction) and the CAS rooted at `blobs_root`. Never writes, not even the CAS's
+/// scratch directory.
+pub fn verify(conn: &Connection, blobs_root: &Path) -> StoreResult<VerifyReport> {
+    let mut findings = Findings {
+        report: VerifyReport::default(),
+        suppressed: 0,
+    };
+    findings.check("schema version", |f| check_schema(conn, f));
+    findings.check("integrity_check", |f| check_sqlite(conn, f));
+    findings.check("commit sequence", |f| check_commit_sequence(conn, f));
+    findings.check("heads", |f| check_heads(conn, f));
+    findings.check("artifact fts", |f| {
+        check_fts(conn, f, "artifact_revisions", "artifact_fts").map(|n| f.report.checked_artifact_revisions = n)
+    });
+    findings.check("claim fts", |f| {
+        check_fts(conn, f, "claim_revisions", "claim_fts").map(|n| f.report.checked_claim_revisions = n)
+    });
+    findings.check("relations", |f| check_relations(conn, f));
+    findings.check("conflict cases", |f| check_conflicts(conn, f));
+    findings.check("claim evidence", |f| check_evidence(conn, f));
+    findings.check("blobs", |f| check_blobs(conn, blobs_root, f));
+    let mut report = findings.report;
+    if findings.suppressed > 0 {
+        report.issues.push(Issue {
+            kind: kind::TRUNCATED,
+            entity: None,
+            detail: format!("{} more issues were found and not listed", findings.suppressed),
+        });
+    }
+    Ok(report)
+}
+
+fn check_schema(conn: &Connection, f: &mut Findings) -> StoreResult<()> {
+    let version = schema_version(conn)?;
+    f.report.schema_version = version;
+    if version != SCHEMA_VERSION {
+        f.issue(
+            kind::SCHEMA_VERSION,
+            None,
+            format!("database schema version is {version}; this binary writes {SCHEMA_VERSION}"),
+        );
+    }
+    let recorded: Option<String> = conn
+        .query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0))
+        .optional()?;
+    if recorded.as_deref() != Some(version.to_string().as_str()) {
+        f.issue(
+            kind::SCHEMA_VERSION,
+            None,
+            format!("meta.schema_version is {recorded:?}, but the database reports {version}"),
+        );
+    }
+    Ok(())
+}
+
+fn check_sqlite(conn: &Connection, f: &mut Findings) -> StoreResult<()> {
+    // FTS5's integrity check trusts the table structure the connection cached at its last
+    // query and reports false corruption when another connection has since merged or
+    // rebuilt segments (SQLite 3.54). Reading one row refreshes that cache first.
+    for fts in ["artifact_fts", "claim_fts"] {
+        conn.prepare(&format!("SELECT rowid FROM {fts} LIMIT 1"))?
+            .query([])?
+            .next()?;
+    }
+    let mut stmt = conn.prepare("PRAGMA integrity_check")?;
+    let lines = stmt
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    for line in lines.into_iter().filter(|line| line != "ok") {
+        f.issue(kind::DATABASE_INTEGRITY, None, line);
+    }
+    let mut stmt = conn.prepare("PRAGMA foreign_key_check")?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, Option<i64>>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    for (table, rowid, parent) in rows {
+        let entity = format!("{table} rowid {}", rowid.map_or("?".to_owned(), |id| id.to_string()));
+        f.about(kind::FOREIGN_KEY, entity, format!("references a missing {parent} row"));
+    }
+    Ok(())
+}
+
+fn check_commit_sequence(conn: &Connection, f: &mut Findings) -> StoreResult<()> {
+    let state: i64 = conn.query_row("SELECT commit_seq FROM commit_state WHERE id = 1", [], |r| r.get(0))?;
+    let (max, count): (i64, i64) =
+        conn.query_row("SELECT coalesce(max(commit_seq), 0), count(*) FROM events", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+    f.report.last_commit_seq = state.max(0);
+    if state != max || max != count {
+        f.issue(
+            kind::COMMIT_SEQUENCE,
+            None,
+            format!("commit_state is {state}, the newest event is {max} and there are {count} events; all three must be equal"),
+        );
+    }
+    Ok(())
+}
+
+fn check_heads(conn: &Connection, f: &mut Findings) -> StoreResult<()> {
+    for (entity, revisions, owner) in [
+        ("artifacts", "artifact_revisions", "artifact_id"),
+        ("claims", "claim_revisions", "claim_id"),
+    ] {
+        let sql = format!(
+            "SELECT e.id, e.current_revision_id,
+                    (SELECT r.revision_number FROM {revisions} r WHERE r.id = e.current_revision_id AND r.{owner} = e.id),
+                    (SELECT max(r.revision_number) FROM {revisions} r WHERE r.{owner} = e.id)
+             FROM {entity} e"
+        );
+        let mut stmt = conn.prepare(&sql)?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let id: String = row.get(0)?;
+            let head: String = row.get(1)?;
+            let head_number: Option<i64> = row.get(2)?;
+            let newest: Option<i64> = row.get(3)?;
+            match head_number {
+                None => f.about(
+                    kind::HEAD_REVISION,
+                    id,
+                    format!("current revision {head:?} is not one of its own revisions"),
+                ),
+                Some(number) if Some(number) != newest => f.about(
+                    kind::HEAD_REVISION,
+                    id,
+                    format!(
+                        "current revision {head} is number {number}, but revision {} exists",
+                        newest.unwrap_or(0)
+                    ),
+                ),
+                Some(_) => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every revision has exactly one FTS row (rowid = revision seq) and every FTS row has a
+/// revision. Returns the number of revisions checked.
+fn check_fts(conn: &Connection, f: &mut Findings, revisions: &str, fts: &str) -> StoreResult<u64> {
+    let seqs = column_i64(conn, &format!("SELECT seq FROM {revisions} ORDER BY seq"))?;
+    let rows = column_i64(conn, &format!("SELECT rowid FROM {fts} ORDER BY rowid"))?;
+    let revision_of = |seq: i64| -> StoreResult<String> {
+        Ok(conn
+            .query_row(&format!("SELECT id FROM {revisions} WHERE seq = ?1"), [seq], |r| {
+                r.get(0)
+            })
+            .optional()?
+            .unwrap_or_else(|| format!("{revisions} seq {seq}")))
+    };
+    let (mut i, mut j) = (0, 0);
+    while i < seqs.len() || j < rows.len() {
+        match (seqs.get(i), rows.get(j)) {
+            (Some(&seq), Some(&row)) if seq == row => {
+                let mut extra = 0;
+                while rows.get(j + 1) == Some(&row) {
+                    extra += 1;
+                    j += 1;
+                }
+                if extra > 0 {
+                    f.about(
+                        kind::FTS_DUPLICATE,
+                        revision_of(seq)?,
+                        format!("indexed {} times in {fts}", extra + 1),
+                    );
+                }
+                i += 1;
+                j += 1;
+            }
+            (Some(&seq), row) if row.is_none_or(|&row| seq < row) => {
+                f.about(kind::FTS_MISSING, revision_of(seq)?, format!("has no {fts} row"));
+                i += 1;
+            }
+            (_, Some(&row)) => {
+                f.about(
+                    kind::FTS_ORPHAN,
+                    format!("{fts} rowid {row}"),
+                    format!("no {revisions} row has seq {row}"),
+                );
+                j += 1;
+            }
+            (_, None) => break,
+        }
+    }
+    Ok(seqs.len() as u64)
+}
+
+fn column_i64(conn: &Connection, sql: &str) -> StoreResult<Vec<i64>> {
+    let mut stmt = conn.prepare(sql)?;
+    let values = stmt
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<i64>>>()?;
+    Ok(values)
+}
+
+/// Rows of `(entity, detail)` produced by one SQL query.
+fn pairs(conn: &Connection, sql: &str) -> StoreResult<Vec<(String, String)>> {
+    let mut stmt = conn.prepare(sql)?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+fn check_relations(conn: &Connection, f: &mut Findings) -> StoreResult<()> {
+    for end in ["source", "target"] {
+        let sql = format!(
+            "SELECT rel.id, rel.{end}_type || ' ' || rel.{end}_id FROM relations rel
+             WHERE (rel.{end}_type = 'artifact' AND NOT EXISTS (SELECT 1 FROM artifacts a WHERE a.id = rel.{end}_id))
+                OR (rel.{end}_type = 'claim' AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.id = rel.{end}_id))"
+        );
+        for (relation, missing) in pairs(conn, &sql)? {
+            f.about(
+                kind::RELATION_ENDPOINT,
+                relation,
+                format!("{end} {missing} does not exist"),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn check_conflicts(conn: &Connection, f: &mut Findings) -> StoreResult<()> {
+    let case_rules: &[(&str, &str)] = &[
+        (
+            "the relation is not a claim-to-claim contradicts edge between the case's claims",
+            "SELECT cc.case_id FROM conflict_cases cc LEFT JOIN relations rel ON rel.id = cc.relation_id
+             WHERE rel.id IS NULL OR rel.relation != 'contradicts' OR rel.source_type != 'claim'
+                OR rel.target_type != 'claim' OR rel.source_id != cc.source_claim_id OR rel.target_id != cc.target_claim_id",
+        ),
+        (
+            "a frozen revision does not belong to its claim",
+            "SELECT cc.case_id FROM conflict_cases cc
+             WHERE NOT EXISTS (SELECT 1 FROM claim_revisions r WHERE r.id = cc.source_revision_id AND r.claim_id = cc.source_claim_id)
+                OR NOT EXISTS (SELECT 1 FROM claim_revisions r WHERE r.id = cc.target_revision_id AND r.claim_id = cc.target_claim_id)",
+        ),
+        (
+            "the open case does not freeze the current revisions of two active claims",
+            "SELECT cc.case_id FROM conflict_cases cc
+             LEFT JOIN claims s ON s.id = cc.source_claim_id LEFT JOIN claims t ON t.id = cc.target_claim_id
+             WHERE cc.state = 'open' AND (s.id IS NULL OR t.id IS NULL OR s.status != 'active' OR t.status != 'active'
+                OR s.current_revision_id != cc.source_revision_id OR t.current_revision_id != cc.target_revision_id)",
+        ),
+    ];
+    for (detail, sql) in case_rules {
+        for case_id in column_text(conn, sql)? {
+            f.about(kind::CONFLICT_CASE, case_id, *detail);
+        }
+    }
+    let relation_rules: &[(&str, &str)] = &[
+        (
+            "more than one open case",
+            "SELECT relation_id FROM conflict_cases WHERE state = 'open' GROUP BY relation_id HAVING count(*) > 1",
+        ),
+        (
+            "a live contradiction between two active claims has no open case",
+            "SELECT rel.id FROM relations rel JOIN claims s ON s.id = rel.source_id JOIN claims t ON t.id = rel.target_id
+             WHERE rel.relation = 'contradicts' AND rel.source_type = 'claim' AND rel.target_type = 'claim'
+               AND s.status = 'active' AND t.status = 'active'
+               AND NOT EXISTS (SELECT 1 FROM conflict_cases cc WHERE cc.relation_id = rel.id AND cc.state = 'open')",
+        ),
+    ];
+    for (detail, sql) in relation_rules {
+        for relation_id in column_text(conn, sql)? {
+            f.about(kind::CONFLICT_CASE, relation_id, *detail);
+        }
+    }
+    let event_rules: &[(&str, &str)] = &[
+        (
+            "the case has no opened event",
+            "SELECT cc.case_id FROM conflict_cases cc
+             WHERE NOT EXISTS (SELECT 1 FROM conflict_events e WHERE e.case_id = cc.case_id AND e.event_type = 'opened')",
+        ),
+        (
+            "an event names revisions other than the case's",
+            "SELECT DISTINCT cc.case_id FROM conflict_cases cc JOIN conflict_events e ON e.case_id = cc.case_id
+             WHERE e.source_revision_id != cc.source_revision_id OR e.target_revision_id != cc.target_revision_id",
+        ),
+        (
+            "the case state has no matching lifecycle event",
+            "SELECT cc.case_id FROM conflict_cases cc
+             WHERE (cc.state = 'stale' AND NOT EXISTS (SELECT 1 FROM conflict_events e WHERE e.case_id = cc.case_id AND e.event_type = 'stale'))
+                OR (cc.state = 'resolved' AND NOT EXISTS (SELECT 1 FROM conflict_events e WHERE e.case_id = cc.case_id AND e.event_type = 'resolved'))
+                OR (cc.state = 'open' AND EXISTS (SELECT 1 FROM conflict_events e WHERE e.case_id = cc.case_id AND e.event_type != 'opened'))",
+        ),
+    ];
+    for (detail, sql) in event_rules {
+        for case_id in column_text(conn, sql)? {
+            f.about(kind::CONFLICT_EVENTS, case_id, *detail);
+        }
+    }
+    Ok(())
+}
+
+fn column_text(conn: &Connection, sql: &str) -> StoreResult<Vec<String>> {
+    let mut stmt = conn.prepare(sql)?;
+    let values = stmt
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<String>>>()?;
+    Ok(values)
+}
+
+fn check_evidence(conn: &Connection, f: &mut Findings) -> StoreResult<()> {
+    let mut size_of = conn.prepare("SELECT blob_size FROM artifact_revisions WHERE artifact_id = ?1 AND id = ?2")?;
+    let mut stmt = conn.prepare("SELECT id, evidence_json FROM claim_revisions ORDER BY seq")?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let revision: String = row.get(0)?;
+        let json: String = row.get(1)?;
+        let Some(evidence) = evidence_from_json(&json) else {
+            f.about(
+                kind::CLAIM_EVIDENCE,
+                revision,
+                "evidence_json is not a list of locators",
+            );
+            continue;
+        };
+        for (index, locator) in evidence.iter().enumerate() {
+            let size: Option<i64> = size_of
+                .query_row(params![locator.artifact_id, locator.revision_id], |r| r.get(0))
+                .optional()?;
+            let Some(size) = size else {
+                f.about(
+                    kind::CLAIM_EVIDENCE,
+                    revision.clone(),
+                    format!(
+                        "evidence[{index}] cites missing artifact {} revision {}",
+                        locator.artifact_id, locator.revision_id
+                    ),
+                );
+                continue;
+            };
+            let bad_span = match (locator.start_byte, locator.end_byte) {
+                (None, None) => None,
+                (Some(start), Some(end)) if start < end && end <= size as u64 => None,
+                (start, end) => Some(format!(
+                    "evidence[{index}] span {start:?}..{end:?} is invalid for a {size}-byte revision"
+                )),
+            };
+            if let Some(detail) = bad_span {
+                f.about(kind::CLAIM_EVIDENCE, revision.clone(), detail);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One referenced CAS object: its size and the first revision citing it.
+struct Referenced {
+    size: u64,
+    revision: String,
+}
+
+fn check_blobs(conn: &Connection, root: &Path, f: &mut Findings) -> StoreResult<()> {
+    let total: i64 = conn.query_row("SELECT count(*) FROM artifact_revisions", [], |r| r.get(0))?;
+    let mut progress = Progress::new("verify: artifact revisions", total.max(0) as u64);
+    let mut external: HashMap<Digest, Referenced> = HashMap::new();
+    let mut stmt = conn.prepare("SELECT id, blob_hash, blob_size, inline_blob FROM artifact_revisions ORDER BY seq")?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        progress.inc(1);
+        let revision: String = row.get(0)?;
+        let hash: String = row.get(1)?;
+        let size = row.get::<_, i64>(2)?.max(0) as u64;
+        let Some(digest) = Digest::parse(&hash) else {
+            f.about(
+                kind::BLOB_HASH,
+                revision,
+                format!("blob_hash {hash:?} is not a BLAKE3 hex digest"),
+            );
+            continue;
+        };
+        match row.get::<_, Option<Vec<u8>>>(3)? {
+            Some(bytes) => {
+                if let Err(error) = blob::check(&digest, size, &bytes) {
+                    f.about(kind::BLOB_CORRUPT, revision, format!("inline content: {error}"));
+                }
+            }
+            None => match external.get(&digest) {
+                Some(seen) if seen.size != size => f.about(
+                    kind::BLOB_CORRUPT,
+                    revision,
+                    format!(
+                        "records {size} bytes for blob {digest}, but revision {} records {}",
+                        seen.revision, seen.size
+                    ),
+                ),
+                Some(_) => {}
+                None => {
+                    external.insert(digest, Referenced { size, revision });
+                }
+            },
+        }
+    }
+    drop(progress);
+    let found = walk_cas(root, f)?;
+    let mut progress = Progress::new("verify: external blobs", found.len().max(external.len()) as u64);
+    let mut referenced_digests: Vec<(&Digest, &Referenced)> = external.iter().collect();
+    referenced_digests.sort_by_key(|(digest, _)| digest.to_hex());
+    for (digest, referenced) in referenced_digests {
+        progress.inc(1);
+        f.report.checked_external_blobs += 1;
+        if !found.contains(digest) {
+            f.about(
+                kind::BLOB_MISSING,
+                digest.to_hex(),
+                format!("missing CAS object cited by revision {}", referenced.revision),
+            );
+            continue;
+        }
+        if let Err(error) = hash_file(&root.join(digest.relative_path()), digest, Some(referenced.size)) {
+            report_blob_error(f, digest, &referenced.revision, error);
+        }
+    }
+    let mut unreferenced: Vec<&Digest> = found.iter().filter(|digest| !external.contains_key(digest)).collect();
+    unreferenced.sort_by_key(|digest| digest.to_hex());
+    for digest in &unreferenced {
+        progress.inc(1);
+        if let Err(error) = hash_file(&root.join(digest.relative_path()), digest, None) {
+            report_blob_error(f, digest, "no revision", error);
+        }
+    }
+    if !unreferenced.is_empty() {
+        f.report.warnings.push(format!(
+            "{} CAS objects are not referenced by any revision (left by interrupted writes; harmless)",
+            unreferenced.len()
+        ));
+    }
+    Ok(())
+}
+
+fn report_blob_error(f: &mut Findings, digest: &Digest, cited_by: &str, error: BlobError) {
+    let kind = match &error {
+        BlobError::Missing { .. } => kind::BLOB_MISSING,
+        BlobError::DigestMismatch { .. } | BlobError::SizeMismatch { .. } => kind::BLOB_CORRUPT,
+        _ => kind::BLOB_UNREADABLE,
+    };
+    f.about(kind, digest.to_hex(), format!("{error} (cited by {cited_by})"));
+}
+
+/// Re-hashes one CAS object without loading it whole.
+fn hash_file(path: &Path, digest: &Digest, expected_size: Option<u64>) -> Result<(), BlobError> {
+    let io_error = |source: io::Error| BlobError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let mut file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(BlobError::Missing {
+                digest: digest.to_hex(),
+            });
+        }
+        Err(e) => return Err(io_error(e)),
+    };
+    let mut hasher = blake3::Hasher::new();
+    let read = io::copy(&mut file, &mut hasher).map_err(io_error)?;
+    if let Some(expected) = expected_size
+        && read != expected
+    {
+        return Err(BlobError::SizeMismatch {
+            digest: digest.to_hex(),
+            expected,
+            actual: read,
+        });
+    }
+    let actual = hasher.finalize().to_hex().to_string();
+    if actual != digest.to_hex() {
+        return Err(BlobError::DigestMismatch {
+            digest: digest.to_hex(),
+            actual,
+        });
+    }
+    Ok(())
+}
+
+/// Lists the well-placed objects of the CAS (`<h0h1>/<h2h3>/<hex>`) and reports anything
+/// else, except the writers' scratch directory `.tmp`.
+fn walk_cas(root: &Path, f: &mut Findings) -> StoreResult<HashSet<Digest>> {
+    let mut found = HashSet::new();
+    let unexpected = |f: &mut Findings, path: &Path, what: &str| {
+        let relative = path.strip_prefix(root).unwrap_or(path);
+        f.about(
+            kind::CAS_UNEXPECTED,
+            format!("blobs/{}", relative.display()),
+            what.to_owned(),
+        );
+    };
+    let entries = match sorted_entries(root) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(found),
+        Err(e) => return Err(e.into()),
+    };
+    for (first, first_type) in entries {
+        let first_name = file_name(&first);
+        if first_name == ".tmp" && first_type.is_dir() {
+            continue;
+        }
+        if !first_type.is_dir() || !is_hex_pair(&first_name) {
+            unexpected(f, &first, "not a fan-out directory");
+            continue;
+        }
+        for (second, second_type) in sorted_entries(&first)? {
+            let second_name = file_name(&second);
+            if !second_type.is_dir() || !is_hex_pair(&second_name) {
+                unexpected(f, &second, "not a fan-out directory");
+                continue;
+            }
+            for (object, object_type) in sorted_entries(&second)? {
+                let name = file_name(&object);
+                let digest = Digest::parse(&name)
+                    .filter(|_| name.starts_with(&first_name) && name[2..].starts_with(&second_name));
+                match digest {
+                    Some(digest) if object_type.is_file() => {
+                        found.insert(digest);
+                    }
+                    Some(_) => unexpected(f, &object, "not a regular file"),
+                    None => unexpected(f, &object, "not a CAS object name for this directory"),
+                }
+            }
+        }
+    }
+    Ok(found)
+}
+
+fn sorted_entries(dir: &Path) -> io::Result<Vec<(std::path::PathBuf, fs::FileType)>> {
+    let mut entries = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        entries.push((entry.path(), entry.file_type()?));
+    }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(entries)
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn is_hex_pair(name: &str) -> bool {
+    name.len() == 2 && name.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+impl super::Store {
+    /// Runs [`verify`] on one read snapshot of this store.
+    pub fn verify(&self) -> StoreResult<VerifyReport> {
+        self.read(|conn| verify(conn, self.blobs().root()))
+    }
+}
+
+#[cfg(test)]
+mod tests;
