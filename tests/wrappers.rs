@@ -311,7 +311,6 @@ fn capabilities_and_context_resolve_round_trip() {
 }
 
 #[test]
-#[ignore = "needs backup.create"]
 fn backup_create_sends_a_relative_destination_joined_to_the_cwd() {
     let home = TempHome::new();
     let (status, body) = home.run_cli(&["backup", "create", "../backups/today"]);
@@ -319,4 +318,52 @@ fn backup_create_sends_a_relative_destination_joined_to_the_cwd() {
     let expected = home.project.join("../backups/today");
     assert_eq!(body["result"]["destination"], expected.to_str().unwrap());
     assert!(home.root.join("backups/today/memoree.sqlite3").is_file());
+}
+
+#[test]
+fn a_backup_restores_into_an_empty_data_dir_with_every_acknowledged_entity() {
+    let home = TempHome::new();
+    let note = home.write_file("note.md", "restore me byte for byte\n");
+    let (status, put) = home.run_cli(&["artifact", "put", note.to_str().unwrap(), "--kind", "note"]);
+    assert_eq!(status, 0, "{put}");
+    let artifact_id = put["result"]["artifact_id"].as_str().unwrap().to_owned();
+    let (status, claim) = home.run_cli(&["claim", "assert", "fact", "Restores keep claims."]);
+    assert_eq!(status, 0, "{claim}");
+    let claim_id = claim["result"]["claim_id"].as_str().unwrap().to_owned();
+    let backup = home.root.join("bk");
+    let (status, body) = home.run_cli(&["backup", "create", backup.to_str().unwrap()]);
+    assert_eq!(status, 0, "{body}");
+
+    let restored = home.root.join("restored-data");
+    let (status, body) = home.run_cli(&[
+        "backup",
+        "restore",
+        backup.to_str().unwrap(),
+        "--data-dir",
+        restored.to_str().unwrap(),
+    ]);
+    assert_eq!(status, 0, "{body}");
+    assert_eq!(body["result"]["commit_seq"], 2);
+    // A second restore into the now non-empty directory is refused.
+    let (status, again) = home.run_cli(&[
+        "backup",
+        "restore",
+        backup.to_str().unwrap(),
+        "--data-dir",
+        restored.to_str().unwrap(),
+    ]);
+    assert_eq!(status, 2, "{again}");
+
+    let mut get = home.cmd(&["artifact", "get", &artifact_id]);
+    get.env("MEMOREE_DATA_DIR", &restored)
+        .env("MEMOREE_RUNTIME_DIR", home.root.join("restored-run"));
+    let (status, body) = run(get);
+    assert_eq!(status, 0, "{body}");
+    assert_eq!(body["result"]["content"]["data"], "restore me byte for byte\n");
+    let mut get = home.cmd(&["claim", "get", &claim_id]);
+    get.env("MEMOREE_DATA_DIR", &restored)
+        .env("MEMOREE_RUNTIME_DIR", home.root.join("restored-run"));
+    let (status, body) = run(get);
+    assert_eq!(status, 0, "{body}");
+    assert_eq!(body["result"]["statement"], "Restores keep claims.");
 }

@@ -55,6 +55,23 @@ pub struct BackupArgs {
 #[derive(Debug, Subcommand)]
 enum BackupCommand {
     Create(CreateArgs),
+    Restore(RestoreArgs),
+}
+
+/// Restore a backup into an empty data directory (local; no daemon involved).
+///
+/// The backup is verified before anything is published, and the restored store is verified
+/// again. The target must not exist or be empty, so no daemon can be serving it.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example:\n  MEMOREE_HOME=~/memoree-restored memoree backup restore ~/backups/memoree-2026-01-31"
+)]
+struct RestoreArgs {
+    /// The backup directory written by `backup create`.
+    src: PathBuf,
+    /// The data directory to restore into (default: the resolved data directory).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
 }
 
 /// Write a verified copy of the store to DEST, which must not exist yet.
@@ -90,7 +107,10 @@ pub(crate) fn reindex(global: &GlobalArgs) -> Response {
 }
 
 pub(crate) fn backup(args: BackupArgs, global: &GlobalArgs) -> Response {
-    let BackupCommand::Create(args) = args.command;
+    let args = match args.command {
+        BackupCommand::Create(args) => args,
+        BackupCommand::Restore(args) => return restore(args),
+    };
     let destination = match absolute(&args.dest) {
         Ok(path) => path,
         Err(e) => return io_failure(CLI_REQUEST_ID, "reading the working directory", e),
@@ -123,5 +143,37 @@ mod tests {
         let cwd = std::env::current_dir().unwrap();
         assert_eq!(absolute(Path::new("../bk1")).unwrap(), cwd.join("../bk1"));
         assert_eq!(absolute(Path::new("/abs/x")).unwrap(), PathBuf::from("/abs/x"));
+    }
+}
+
+fn restore(args: RestoreArgs) -> Response {
+    let request_id = crate::cli::request::new_request_id();
+    let data_dir = match args.data_dir {
+        Some(dir) => dir,
+        None => match crate::paths::Paths::from_env() {
+            Ok(paths) => paths.data_dir,
+            Err(e) => return Response::failure(&request_id, crate::protocol::ErrorBody::new(e.code(), e.to_string())),
+        },
+    };
+    let source = match absolute(&args.src) {
+        Ok(path) => path,
+        Err(e) => return io_failure(&request_id, "reading the working directory", e),
+    };
+    match crate::store::restore::restore(&source, &data_dir) {
+        Ok(report) => Response::success(
+            request_id,
+            json!({
+                "source": source.display().to_string(),
+                "data_dir": report.data_dir.display().to_string(),
+                "commit_seq": report.commit_seq,
+                "artifact_revisions": report.artifact_revisions,
+                "claim_revisions": report.claim_revisions,
+                "restored_external_blobs": report.restored_external_blobs,
+            }),
+        ),
+        Err(error) => Response::failure(
+            request_id,
+            crate::service::error_body(&crate::service::ServiceError::Store(error)),
+        ),
     }
 }
