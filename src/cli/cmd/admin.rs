@@ -134,18 +134,6 @@ fn absolute(path: &Path) -> std::io::Result<PathBuf> {
     Ok(std::env::current_dir()?.join(path))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn relative_destinations_are_joined_to_the_cwd_without_normalizing() {
-        let cwd = std::env::current_dir().unwrap();
-        assert_eq!(absolute(Path::new("../bk1")).unwrap(), cwd.join("../bk1"));
-        assert_eq!(absolute(Path::new("/abs/x")).unwrap(), PathBuf::from("/abs/x"));
-    }
-}
-
 fn restore(args: RestoreArgs) -> Response {
     let request_id = crate::cli::request::new_request_id();
     let data_dir = match args.data_dir {
@@ -175,5 +163,17 @@ fn restore(args: RestoreArgs) -> Response {
             request_id,
             crate::service::error_body(&crate::service::ServiceError::Store(error)),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_destinations_are_joined_to_the_cwd_without_normalizing() {
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(absolute(Path::new("../bk1")).unwrap(), cwd.join("../bk1"));
+        assert_eq!(absolute(Path::new("/abs/x")).unwrap(), PathBuf::from("/abs/x"));
     }
 }
