@@ -16,6 +16,7 @@ pub mod idempotency;
 mod migrate;
 pub mod relation;
 pub mod scope;
+pub mod search;
 mod writer;
 
 use std::fs;
