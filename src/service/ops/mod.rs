@@ -2,15 +2,19 @@
 
 mod artifact;
 mod claim;
+mod context_build;
 mod meta;
 mod mutation;
+mod recall;
 mod relation;
+mod search;
 
 use serde_json::Value;
 
 use super::{Call, Output, Service, ServiceError, decode_input};
 use crate::protocol::Operation;
 use crate::protocol::relation::{ConflictListInput, RelationListInput};
+use crate::protocol::retrieval::{ContextBuildInput, RecallInput, SearchInput};
 
 /// Validates the input of a horizon operation before context checks run, so its input
 /// errors come before `NO_AMBIENT_CONTEXT`.
@@ -22,6 +26,9 @@ pub(crate) fn precheck_input(op: Operation, input: &Value) -> Result<(), Service
         ))),
         Operation::RelationList => decode_input::<RelationListInput>(op, input).map(drop),
         Operation::ConflictList => decode_input::<ConflictListInput>(op, input).map(drop),
+        Operation::Search => decode_input::<SearchInput>(op, input).map(drop),
+        Operation::MemoryRecall => decode_input::<RecallInput>(op, input).map(drop),
+        Operation::ContextBuild => decode_input::<ContextBuildInput>(op, input).map(drop),
         _ => Ok(()),
     }
 }
@@ -62,6 +69,9 @@ pub(crate) fn dispatch(service: &Service, call: &Call<'_>) -> Result<Output, Ser
         Operation::RelationPut => relation::put(service, call),
         Operation::RelationList => relation::list(service, call),
         Operation::ConflictList => relation::conflict_list(service, call),
+        Operation::Search => search::search(service, call),
+        Operation::MemoryRecall => recall::recall(service, call),
+        Operation::ContextBuild => context_build::build(service, call),
         op => Err(ServiceError::invalid(format!(
             "operation {op} is not implemented by this binary; see capabilities"
         ))),
@@ -87,5 +97,8 @@ pub(crate) fn is_implemented(op: Operation) -> bool {
             | Operation::RelationPut
             | Operation::RelationList
             | Operation::ConflictList
+            | Operation::Search
+            | Operation::MemoryRecall
+            | Operation::ContextBuild
     )
 }
