@@ -22,10 +22,10 @@ use serde_json::Value;
 
 pub use error::{ServiceError, error_body};
 
-use crate::protocol::{limits, schema};
 use crate::protocol::{
     AmbientContext, Horizon, Operation, PROTOCOL_VERSION, Request, ResolvedContext, Response, Warning,
 };
+use crate::protocol::{limits, schema};
 use crate::store::Store;
 use crate::store::idempotency::IdempotencyKey;
 
@@ -176,7 +176,10 @@ impl Service {
             return failure(&request_id, ServiceError::UnsupportedVersion(v.as_u64().unwrap_or(0)));
         }
         if let Err(violation) = schema::validate_request(&value) {
-            return failure(&request_id, ServiceError::invalid(format!("invalid request envelope: {violation}")));
+            return failure(
+                &request_id,
+                ServiceError::invalid(format!("invalid request envelope: {violation}")),
+            );
         }
         match serde_json::from_value::<Request>(value) {
             Ok(request) => self.handle(request),
@@ -312,3 +315,5 @@ fn failure(request_id: &str, error: ServiceError) -> Response {
 mod tests;
 #[cfg(test)]
 mod tests_graph;
+#[cfg(test)]
+mod tests_retrieval;
