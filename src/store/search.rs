@@ -6,6 +6,11 @@
 //! loads full rows (inline blobs included) for the survivors only, so large rows never pass
 //! through the sorter.
 //!
+//! Phase 1 fixes its plan: `CROSS JOIN` keeps the FTS table as the outer loop, and
+//! `INDEXED BY` the primary-key index of `artifacts`/`claims` makes each match one key
+//! lookup. With `ANALYZE` statistics present the planner otherwise walks the scope index,
+//! touching every owned row per match (or re-running the full-text query per owned row).
+//!
 //! **Invariant:** the `MATCH` expression comes from `retrieval::build_fts_query`; no user
 //! text is spliced into SQL. Timestamps are compared as fixed-width database TEXT.
 
@@ -103,7 +108,7 @@ pub fn ensure_index_ready(conn: &Connection, min_commit_seq: Option<i64>) -> Sto
 
 /// The best artifact revisions for the query, best first (bm25, then newest revision).
 pub fn artifact_candidates(conn: &Connection, query: &CandidateQuery<'_>) -> StoreResult<Vec<Candidate<ArtifactRow>>> {
-    let mut params = vec![SqlValue::Text(query.match_expr.to_owned())];
+    let mut params = Vec::new();
     let mut visible = vec![scope::visibility_sql("a", query.ambient, query.horizon, &mut params)];
     let pinned_revision = "(a.id || '@' || r.id) IN (SELECT value FROM json_each(?))";
     if !query.pins.is_empty() {
@@ -123,18 +128,15 @@ pub fn artifact_candidates(conn: &Connection, query: &CandidateQuery<'_>) -> Sto
             ));
         }
     }
-    params.push(SqlValue::Integer(query.cap as i64));
-    let sql = format!(
-        "SELECT artifact_fts.rowid, {ARTIFACT_BM25} AS lexical
-         FROM artifact_fts
-         JOIN artifact_revisions r ON r.seq = artifact_fts.rowid
-         JOIN artifacts a ON a.id = r.artifact_id
-         WHERE artifact_fts MATCH ? AND {}
-         ORDER BY lexical, r.commit_seq DESC
-         LIMIT ?",
-        clauses.join(" AND ")
-    );
-    let ranked = phase_one(conn, &sql, params)?;
+    let filter = Filter {
+        fts: "artifact_fts",
+        bm25: ARTIFACT_BM25,
+        revisions: "artifact_revisions",
+        entity_join: "CROSS JOIN artifacts a INDEXED BY sqlite_autoindex_artifacts_1 ON a.id = r.artifact_id",
+        clauses: clauses.join(" AND "),
+        params,
+    };
+    let ranked = filter.ranked(conn, query)?;
     let rows = load_by_seq(
         conn,
         &format!(
@@ -151,7 +153,7 @@ pub fn artifact_candidates(conn: &Connection, query: &CandidateQuery<'_>) -> Sto
 
 /// The best claim revisions for the query, best first (bm25, then newest revision).
 pub fn claim_candidates(conn: &Connection, query: &CandidateQuery<'_>) -> StoreResult<Vec<Candidate<ClaimRow>>> {
-    let mut params = vec![SqlValue::Text(query.match_expr.to_owned())];
+    let mut params = Vec::new();
     let mut clauses = vec![scope::visibility_sql("c", query.ambient, query.horizon, &mut params)];
     if !query.include_historical {
         params.push(SqlValue::Text(query.now_db.to_owned()));
@@ -162,18 +164,15 @@ pub fn claim_candidates(conn: &Connection, query: &CandidateQuery<'_>) -> StoreR
                 .to_owned(),
         );
     }
-    params.push(SqlValue::Integer(query.cap as i64));
-    let sql = format!(
-        "SELECT claim_fts.rowid, {CLAIM_BM25} AS lexical
-         FROM claim_fts
-         JOIN claim_revisions r ON r.seq = claim_fts.rowid
-         JOIN claims c ON c.id = r.claim_id
-         WHERE claim_fts MATCH ? AND {}
-         ORDER BY lexical, r.commit_seq DESC
-         LIMIT ?",
-        clauses.join(" AND ")
-    );
-    let ranked = phase_one(conn, &sql, params)?;
+    let filter = Filter {
+        fts: "claim_fts",
+        bm25: CLAIM_BM25,
+        revisions: "claim_revisions",
+        entity_join: "CROSS JOIN claims c INDEXED BY sqlite_autoindex_claims_1 ON c.id = r.claim_id",
+        clauses: clauses.join(" AND "),
+        params,
+    };
+    let ranked = filter.ranked(conn, query)?;
     let rows = load_by_seq(
         conn,
         &format!(
@@ -186,6 +185,88 @@ pub fn claim_candidates(conn: &Connection, query: &CandidateQuery<'_>) -> StoreR
         |row: &ClaimRow| row.seq,
     )?;
     Ok(attach(ranked, rows))
+}
+
+/// Matches ranked by bare FTS are filtered in prefixes of this many times the cap.
+const PREFIX_FACTOR: usize = 2;
+
+/// The phase-1 shape of one entity type: its FTS table, its revision table (aliased `r`),
+/// the join reaching the entity row, and the filter with its parameters.
+struct Filter {
+    fts: &'static str,
+    bm25: &'static str,
+    revisions: &'static str,
+    entity_join: &'static str,
+    clauses: String,
+    params: Vec<SqlValue>,
+}
+
+impl Filter {
+    /// The top `cap` `(seq, bm25)` pairs that pass the filter, in rank order (bm25, then
+    /// newest revision `seq`, which the single writer assigns in `commit_seq` order).
+    ///
+    /// Fast path: rank the bare FTS matches first, take a prefix of
+    /// [`PREFIX_FACTOR`]` × cap`, and filter only those. When at least `cap` survive they
+    /// are exactly the top `cap` of the filtered list, because every later match ranks
+    /// below the whole prefix. Otherwise (a short prefix means no more matches exist) the
+    /// filtered query runs over every match.
+    fn ranked(&self, conn: &Connection, query: &CandidateQuery<'_>) -> StoreResult<Vec<(i64, f64)>> {
+        let prefix_len = query.cap.saturating_mul(PREFIX_FACTOR);
+        let prefix = {
+            let sql = format!(
+                "SELECT rowid, {bm25} AS lexical FROM {fts} WHERE {fts} MATCH ?
+                 ORDER BY lexical, rowid DESC LIMIT ?",
+                bm25 = self.bm25,
+                fts = self.fts,
+            );
+            phase_one(
+                conn,
+                &sql,
+                vec![
+                    SqlValue::Text(query.match_expr.to_owned()),
+                    SqlValue::Integer(prefix_len as i64),
+                ],
+            )?
+        };
+        let seqs = serde_json::Value::from(prefix.iter().map(|(seq, _)| *seq).collect::<Vec<_>>()).to_string();
+        let mut params = vec![SqlValue::Text(seqs)];
+        params.extend(self.params.iter().cloned());
+        let sql = format!(
+            "SELECT r.seq FROM {revisions} r {entity_join}
+             WHERE r.seq IN (SELECT value FROM json_each(?)) AND {clauses}",
+            revisions = self.revisions,
+            entity_join = self.entity_join,
+            clauses = self.clauses,
+        );
+        let passing: std::collections::HashSet<i64> = {
+            let mut stmt = conn.prepare_cached(&sql)?;
+            stmt.query_map(params_from_iter(params), |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?
+        };
+        let survivors: Vec<(i64, f64)> = prefix
+            .iter()
+            .copied()
+            .filter(|(seq, _)| passing.contains(seq))
+            .collect();
+        if survivors.len() >= query.cap || prefix.len() < prefix_len {
+            return Ok(survivors.into_iter().take(query.cap).collect());
+        }
+        let mut params = vec![SqlValue::Text(query.match_expr.to_owned())];
+        params.extend(self.params.iter().cloned());
+        params.push(SqlValue::Integer(query.cap as i64));
+        let sql = format!(
+            "SELECT {fts}.rowid, {bm25} AS lexical
+             FROM {fts} CROSS JOIN {revisions} r ON r.seq = {fts}.rowid {entity_join}
+             WHERE {fts} MATCH ? AND {clauses}
+             ORDER BY lexical, {fts}.rowid DESC LIMIT ?",
+            fts = self.fts,
+            bm25 = self.bm25,
+            revisions = self.revisions,
+            entity_join = self.entity_join,
+            clauses = self.clauses,
+        );
+        phase_one(conn, &sql, params)
+    }
 }
 
 /// Runs a phase-1 query: `(seq, bm25)` pairs in rank order.

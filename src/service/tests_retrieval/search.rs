@@ -445,3 +445,26 @@ fn recency_promotes_a_fresh_observation_over_an_equal_stale_fact_only_when_enabl
     assert!(top["recency_bonus"].as_f64().unwrap() > 0.0);
     assert!(reranked["hits"][1]["ranking"]["recency_bonus"].as_f64().unwrap() < 1e-3);
 }
+
+#[test]
+fn visible_matches_are_found_behind_many_better_ranked_invisible_ones() {
+    let f = fixture();
+    for i in 0..12 {
+        f.put(&sibling_ctx(), "note", &format!("Kiwi {i}"), "kiwi kiwi kiwi kiwi");
+    }
+    let ours = f.put(
+        &main_ctx(),
+        "note",
+        "Orchard",
+        "one kiwi among many other words in a long sentence",
+    );
+    let result = f.search(&main_ctx(), json!({"query": "kiwi", "limit": 1}));
+    assert_eq!(field(&result["hits"], "entity_id"), [ours["artifact_id"].clone()]);
+    assert_eq!(result["truncated"], false);
+    let broad = f.search(
+        &main_ctx(),
+        json!({"query": "kiwi", "limit": 2, "horizon": "workspace", "reason": "r"}),
+    );
+    assert_eq!(broad["truncated"], true);
+    assert!(hit(&broad, &ours["artifact_id"]).is_none(), "the weak match ranks last");
+}
