@@ -468,3 +468,52 @@ fn visible_matches_are_found_behind_many_better_ranked_invisible_ones() {
     assert_eq!(broad["truncated"], true);
     assert!(hit(&broad, &ours["artifact_id"]).is_none(), "the weak match ranks last");
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
+
+    #[test]
+    fn arbitrary_hostile_queries_succeed_or_fail_only_for_having_no_words(
+        query in r#"[ a-z0-9_"*:()\-^+{}.,'é東]{0,60}"#
+    ) {
+        thread_local! {
+            static SEEDED: Fixture = {
+                let f = fixture();
+                f.put(&main_ctx(), "note", "Hostile", "a b c near and or not x y z 東 é _ e");
+                f.claim(&main_ctx(), "near and or not", json!({}));
+                f
+            };
+        }
+        SEEDED.with(|f| {
+            for op in ["search", "memory.recall", "context.build"] {
+                let response = f.call(Fixture::read_request(&main_ctx(), op, json!({"query": query})));
+                if let Some(error) = &response.error {
+                    proptest::prop_assert_eq!(error.code.as_str(), "INVALID_REQUEST");
+                    proptest::prop_assert!(error.message.contains("at least one word"), "{}", error.message);
+                    proptest::prop_assert!(!query.chars().any(|c| c.is_alphanumeric() || c == '_'));
+                }
+            }
+            Ok(())
+        })?;
+    }
+}
+
+#[test]
+fn historical_bundles_render_terminal_and_future_claims_with_their_state() {
+    let f = fixture();
+    let old = f.claim(&main_ctx(), "The egret queue holds 10 items", json!({}));
+    let new = f.claim(&main_ctx(), "The egret queue holds 20 items", json!({}));
+    f.relate(&main_ctx(), &new, "supersedes", &old);
+    f.claim(
+        &main_ctx(),
+        "The egret queue will hold 40 items",
+        json!({"valid_from": days_from_now(30)}),
+    );
+    let bundle = f.build(&main_ctx(), json!({"query": "egret", "include_historical": true}));
+    assert_eq!(bundle["manifest"].as_array().unwrap().len(), 3);
+    let markdown = bundle["rendered_markdown"].as_str().unwrap();
+    assert!(markdown.contains("Status: `superseded`"));
+    assert!(markdown.contains("Temporal state: `future`"));
+    assert!(markdown.contains("Current knowledge: `false`"));
+    assert!(markdown.contains("Evidence: none recorded"));
+}
