@@ -10,7 +10,7 @@ use super::search::{Kinds, RankedHit, SearchRequest, Source, artifact_citation, 
 use crate::protocol::limits;
 use crate::protocol::retrieval::{
     ConflictSummary, RecallArtifactReference, RecallClaim, RecallClaimStatus, RecallEvidenceReference, RecallInput,
-    RecallPresence, RecallResult, RecencyInput, SearchInput,
+    RecallPresence, RecallResult, SearchInput,
 };
 use crate::retrieval::{lossy_span, risk_signals, truncate_to_char_boundary};
 use crate::service::convert::evidence_locator;
@@ -30,9 +30,7 @@ pub(super) fn recall(service: &Service, call: &Call<'_>) -> Result<Output, Servi
         limit: 1,
         include_historical: false,
         min_commit_seq: input.min_commit_seq,
-        recency: RecencyInput {
-            enabled: input.recency.enabled,
-        },
+        recency: input.recency,
     };
     let base = SearchRequest::new(&search, call.context()?)?;
     let max_claims = validate::limit("max_claims", input.max_claims, limits::MAX_RECALL_CLAIMS)?;
