@@ -8,6 +8,7 @@ mod case;
 mod golden;
 mod matcher;
 mod normalize;
+mod retrieval;
 mod schema;
 mod transport;
 
@@ -133,6 +134,9 @@ fn trials(root: &Path, transports: &[Arc<dyn Transport>], schemas: &Arc<Option<S
             // Under UPDATE_GOLDEN=1 only the first transport writes; the others would race it.
             let skip_while_updating = update && index > 0;
             let trial = Trial::test(format!("{name}::{}", transport.name()), move || {
+                if retrieval::is_corpus(&dir) {
+                    return retrieval::run(&dir, transport.as_ref()).map_err(Failed::from);
+                }
                 golden::run(&dir, transport.as_ref(), schemas.as_ref().as_ref(), update).map_err(Failed::from)
             });
             trials.push(trial.with_ignored_flag(skip_while_updating));

@@ -82,7 +82,7 @@ pub trait Transport: Send + Sync {
 }
 
 /// A conversation with one store.
-pub trait Session {
+pub trait Session: Send {
     /// Sends one request and returns its response envelope.
     fn exchange(&mut self, request: &Outgoing) -> Result<Value, String>;
 }

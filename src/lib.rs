@@ -7,6 +7,7 @@ pub mod blob;
 pub mod caller;
 pub mod cli;
 pub mod client;
+pub mod eval;
 pub mod fsutil;
 pub mod instructions;
 pub mod paths;

@@ -11,6 +11,7 @@ pub mod limits;
 pub mod meta;
 mod op;
 pub mod relation;
+pub mod retrieval;
 pub mod schema;
 
 pub use envelope::{

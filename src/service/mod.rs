@@ -317,3 +317,5 @@ mod tests;
 mod tests_admin;
 #[cfg(test)]
 mod tests_graph;
+#[cfg(test)]
+mod tests_retrieval;

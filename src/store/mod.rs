@@ -19,6 +19,7 @@ pub mod reindex;
 pub mod relation;
 pub mod restore;
 pub mod scope;
+pub mod search;
 #[cfg(test)]
 pub(crate) mod test_seed;
 pub mod verify;

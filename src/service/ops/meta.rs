@@ -23,7 +23,8 @@ pub(super) fn capabilities(call: &Call<'_>) -> Result<Output, ServiceError> {
     Output::read(document())
 }
 
-/// The capabilities of this binary: only implemented operations are listed.
+/// The capabilities of this binary. Every protocol v1 operation is implemented (the
+/// dispatch table is exhaustive); extensions are listed in `extensions`.
 pub(crate) fn document() -> CapabilitiesDocument {
     CapabilitiesDocument {
         product: "memoree",
@@ -73,7 +74,7 @@ pub(crate) fn document() -> CapabilitiesDocument {
             .into_iter()
             // Extensions are advertised in `extensions` only: a client written against the
             // reference parses `operation` as one of the 23 protocol v1 names.
-            .filter(|op| super::is_implemented(*op) && op.is_protocol_v1())
+            .filter(|op| op.is_protocol_v1())
             .map(|op| OperationCapability {
                 operation: op.wire_name(),
                 available: true,

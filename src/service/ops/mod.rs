@@ -3,15 +3,19 @@
 mod admin;
 mod artifact;
 mod claim;
+mod context_build;
 mod meta;
 mod mutation;
+mod recall;
 mod relation;
+mod search;
 
 use serde_json::Value;
 
 use super::{Call, Output, Service, ServiceError, decode_input};
 use crate::protocol::Operation;
 use crate::protocol::relation::{ConflictListInput, RelationListInput};
+use crate::protocol::retrieval::{ContextBuildInput, RecallInput, SearchInput};
 
 /// Validates the input of a horizon operation before context checks run, so its input
 /// errors come before `NO_AMBIENT_CONTEXT`.
@@ -23,6 +27,9 @@ pub(crate) fn precheck_input(op: Operation, input: &Value) -> Result<(), Service
         ))),
         Operation::RelationList => decode_input::<RelationListInput>(op, input).map(drop),
         Operation::ConflictList => decode_input::<ConflictListInput>(op, input).map(drop),
+        Operation::Search => decode_input::<SearchInput>(op, input).map(drop),
+        Operation::MemoryRecall => decode_input::<RecallInput>(op, input).map(drop),
+        Operation::ContextBuild => decode_input::<ContextBuildInput>(op, input).map(drop),
         _ => Ok(()),
     }
 }
@@ -69,36 +76,8 @@ pub(crate) fn dispatch(service: &Service, call: &Call<'_>) -> Result<Output, Ser
         Operation::Verify => admin::verify(service, call),
         Operation::BackupCreate => admin::backup_create(service, call),
         Operation::Reindex => admin::reindex(service, call),
-        op => Err(ServiceError::invalid(format!(
-            "operation {op} is not implemented by this binary; see capabilities"
-        ))),
+        Operation::Search => search::search(service, call),
+        Operation::MemoryRecall => recall::recall(service, call),
+        Operation::ContextBuild => context_build::build(service, call),
     }
-}
-
-/// Whether an operation is implemented (reported by `capabilities`).
-pub(crate) fn is_implemented(op: Operation) -> bool {
-    matches!(
-        op,
-        Operation::ContextResolve
-            | Operation::Capabilities
-            | Operation::ArtifactPut
-            | Operation::ArtifactGet
-            | Operation::ArtifactRevise
-            | Operation::ArtifactHistory
-            | Operation::ArtifactForget
-            | Operation::ClaimAssert
-            | Operation::ClaimGet
-            | Operation::ClaimHistory
-            | Operation::ClaimRevise
-            | Operation::ClaimRetract
-            | Operation::RelationPut
-            | Operation::RelationList
-            | Operation::ConflictList
-            | Operation::Instructions
-            | Operation::Schema
-            | Operation::Doctor
-            | Operation::Verify
-            | Operation::BackupCreate
-            | Operation::Reindex
-    )
 }

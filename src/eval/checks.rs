@@ -1,0 +1,378 @@
+//! One case: recall, search and context.build for the same query, judged by label, with
+//! the hard invariants checked on every response.
+
+use std::collections::{BTreeSet, HashMap};
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+use super::corpus::Case;
+use super::seed::{Seeded, exchange, owner, wire_context};
+use super::{CaseReport, EvalError};
+use crate::client::Transport;
+use crate::protocol::Horizon;
+use crate::store::relation::pin_names_artifact;
+
+/// Failure prefixes counted in the aggregate.
+pub const BUDGET: &str = "budget";
+pub const PARITY: &str = "citation parity";
+pub const SCOPE: &str = "scope";
+
+fn horizon(case: &Case) -> Horizon {
+    match case.horizon.as_str() {
+        "workspace" => Horizon::Workspace,
+        "personal" => Horizon::Personal,
+        _ => Horizon::Ambient,
+    }
+}
+
+/// Replaces `label:<label>` pins with the labelled artifact's id.
+fn resolve_pins(case: &Case, seeded: &Seeded) -> Case {
+    let mut resolved = case.clone();
+    for pin in &mut resolved.context.pins {
+        if let Some(label) = pin.strip_prefix("label:")
+            && let Some(id) = seeded.artifact_id(label)
+        {
+            *pin = id.to_owned();
+        }
+    }
+    resolved
+}
+
+fn read(case: &Case, op: &str, mut input: Value) -> Value {
+    input["query"] = json!(case.query);
+    input["horizon"] = json!(case.horizon);
+    if let Some(reason) = &case.reason {
+        input["reason"] = json!(reason);
+    }
+    json!({"request_id": format!("eval-{}-{op}", case.id), "op": op, "context": wire_context(&case.context),
+           "context_source": "explicit", "input": input})
+}
+
+fn items<'a>(value: &'a Value, field: &str) -> impl Iterator<Item = &'a Value> {
+    value[field].as_array().into_iter().flatten()
+}
+
+fn text(value: &Value) -> &str {
+    value.as_str().unwrap_or_default()
+}
+
+/// Recall over `relevant` given what was `returned`: `None` when nothing is relevant.
+fn recall_of(relevant: &[String], returned: &BTreeSet<String>) -> Option<f64> {
+    if relevant.is_empty() {
+        return None;
+    }
+    let found = relevant.iter().filter(|l| returned.contains(*l)).count();
+    Some(found as f64 / relevant.len() as f64)
+}
+
+fn precision_of(relevant: &[String], returned: &BTreeSet<String>) -> f64 {
+    if returned.is_empty() {
+        return if relevant.is_empty() { 1.0 } else { 0.0 };
+    }
+    let hits = returned.iter().filter(|l| relevant.contains(l)).count();
+    hits as f64 / returned.len() as f64
+}
+
+struct Judge<'a> {
+    case: &'a Case,
+    seeded: &'a Seeded,
+    failures: Vec<String>,
+}
+
+impl Judge<'_> {
+    /// The label of a returned entity; an unseeded id is a failure.
+    fn label(&mut self, op: &str, entity_type: &str, entity_id: &Value, revision_id: &Value) -> Option<String> {
+        let found = self.seeded.label_of(entity_type, text(entity_id), text(revision_id));
+        if found.is_none() {
+            self.failures
+                .push(format!("{op} returned unseeded {entity_type} {}", text(entity_id)));
+        }
+        found.map(str::to_owned)
+    }
+
+    /// Forbidden labels and labels outside the case's horizon.
+    fn admissible(&mut self, op: &str, label: &str) {
+        if self.case.forbidden.iter().any(|f| f == label) {
+            self.failures.push(format!("{op} returned forbidden label {label}"));
+        }
+        let Some(owner_scope) = self.seeded.owners.get(label) else {
+            return;
+        };
+        let ambient = owner(&self.case.context);
+        let pinned = self
+            .seeded
+            .artifact_id(label)
+            .is_some_and(|id| self.case.context.pins.iter().any(|pin| pin_names_artifact(pin, id)));
+        if !pinned && !owner_scope.visible_from(&ambient, horizon(self.case)) {
+            self.failures.push(format!(
+                "{SCOPE}: {op} returned {label} from {} outside the {} horizon",
+                owner_scope.describe(),
+                self.case.horizon
+            ));
+        }
+    }
+}
+
+/// Evaluates one case.
+pub fn evaluate(case: &Case, seeded: &Seeded, transport: &dyn Transport) -> Result<CaseReport, EvalError> {
+    let case = &resolve_pins(case, seeded);
+    let mut judge = Judge {
+        case,
+        seeded,
+        failures: Vec::new(),
+    };
+    let recall = exchange(
+        transport,
+        &read(
+            case,
+            "memory.recall",
+            json!({"max_claims": case.max_claims, "max_artifact_refs": case.max_artifact_refs,
+                   "max_excerpt_bytes": case.max_excerpt_bytes, "recency": {"enabled": true}}),
+        ),
+    )?;
+    let search = exchange(transport, &read(case, "search", json!({"limit": 100})))?;
+    let bundle = exchange(
+        transport,
+        &read(
+            case,
+            "context.build",
+            json!({"limit": (case.max_claims + case.max_artifact_refs).min(100), "max_bytes": case.max_context_bytes}),
+        ),
+    )?;
+    let (recall, search, bundle) = match (recall, search, bundle) {
+        (Ok(r), Ok(s), Ok(b)) => (r, s, b),
+        (r, s, b) => {
+            for (op, outcome) in [("memory.recall", r), ("search", s), ("context.build", b)] {
+                if let Err(error) = outcome {
+                    judge
+                        .failures
+                        .push(format!("{op} failed: {} {}", error.code.as_str(), error.message));
+                }
+            }
+            return Ok(report(
+                case,
+                judge.failures,
+                "error",
+                BTreeSet::new(),
+                BTreeSet::new(),
+                0,
+            ));
+        }
+    };
+
+    // Recall: presence, horizons, labels.
+    let presence = text(&recall["presence"]).to_owned();
+    if presence != case.presence {
+        judge
+            .failures
+            .push(format!("presence is {presence}, expected {}", case.presence));
+    }
+    if recall["searched_horizons"] != json!([case.horizon]) {
+        judge.failures.push(format!(
+            "searched_horizons is {}, expected [{}]",
+            recall["searched_horizons"], case.horizon
+        ));
+    }
+    let mut claims = BTreeSet::new();
+    for claim in items(&recall, "claims") {
+        if let Some(label) = judge.label("memory.recall", "claim", &claim["claim_id"], &claim["revision_id"]) {
+            judge.admissible("memory.recall", &label);
+            claims.insert(label);
+        }
+    }
+    let mut artifacts = BTreeSet::new();
+    for reference in items(&recall, "artifact_refs") {
+        let label = judge.label(
+            "memory.recall",
+            "artifact",
+            &reference["artifact_id"],
+            &reference["revision_id"],
+        );
+        if let Some(label) = label {
+            judge.admissible("memory.recall", &label);
+            artifacts.insert(label);
+        }
+    }
+    if case.gate == super::Gate::Hard {
+        for label in case.relevant_claims.iter().filter(|l| !claims.contains(*l)) {
+            judge.failures.push(format!("relevant claim {label} is missing"));
+        }
+        for label in case.relevant_artifacts.iter().filter(|l| !artifacts.contains(*l)) {
+            judge.failures.push(format!("relevant artifact {label} is missing"));
+        }
+    }
+    for [left, right] in &case.conflicts {
+        let (Some(a), Some(b)) = (seeded.claim_id(left), seeded.claim_id(right)) else {
+            judge.failures.push(format!("conflict {left}/{right} names non-claims"));
+            continue;
+        };
+        let surfaced = items(&recall, "conflicts").any(|c| {
+            let (l, r) = (text(&c["left_id"]), text(&c["right_id"]));
+            (l == a && r == b) || (l == b && r == a)
+        });
+        if !surfaced {
+            judge
+                .failures
+                .push(format!("conflict between {left} and {right} is not surfaced"));
+        }
+    }
+
+    // Search: the broadening hint, labels, and recall citations must be search citations.
+    let empty_ambient = items(&search, "hits").next().is_none() && case.horizon == "ambient";
+    if search.get("broaden_hint").is_some_and(Value::is_string) != empty_ambient {
+        judge
+            .failures
+            .push("search broaden_hint must appear exactly on an empty ambient result".to_owned());
+    }
+    if recall.get("broaden_hint").is_some() {
+        judge.failures.push("recall must never suggest broadening".to_owned());
+    }
+    let citations: BTreeSet<&str> = items(&search, "hits").map(|h| text(&h["citation"])).collect();
+    for hit in items(&search, "hits") {
+        let entity_type = text(&hit["entity_type"]).to_owned();
+        if let Some(label) = judge.label("search", &entity_type, &hit["entity_id"], &hit["revision_id"]) {
+            judge.admissible("search", &label);
+        }
+    }
+    let recalled = items(&recall, "claims").chain(items(&recall, "artifact_refs"));
+    for citation in recalled.map(|item| text(&item["citation"])) {
+        if !citations.contains(citation) {
+            judge
+                .failures
+                .push(format!("{PARITY}: recall citation {citation} is not a search citation"));
+        }
+    }
+    check_evidence(&mut judge, &recall, transport)?;
+
+    // Context bundle: budget, labels, evidence citations in the Markdown.
+    let used = bundle["used_bytes"].as_u64().unwrap_or(u64::MAX);
+    let markdown = text(&bundle["rendered_markdown"]);
+    if used > case.max_context_bytes as u64
+        || bundle["max_bytes"].as_u64() != Some(case.max_context_bytes as u64)
+        || markdown.len() as u64 != used
+    {
+        judge.failures.push(format!(
+            "{BUDGET}: used {used} bytes ({} rendered) of max_bytes {} (requested {})",
+            markdown.len(),
+            bundle["max_bytes"],
+            case.max_context_bytes
+        ));
+    }
+    for item in items(&bundle, "manifest") {
+        let entity_type = text(&item["entity_type"]).to_owned();
+        if let Some(label) = judge.label("context.build", &entity_type, &item["entity_id"], &item["revision_id"]) {
+            judge.admissible("context.build", &label);
+        }
+        if entity_type == "claim" {
+            for locator in items(&item["provenance"], "evidence") {
+                let mut citation = format!(
+                    "memoree://artifact/{}@{}",
+                    text(&locator["artifact_id"]),
+                    text(&locator["revision_id"])
+                );
+                if let (Some(s), Some(e)) = (locator["start_byte"].as_u64(), locator["end_byte"].as_u64()) {
+                    citation.push_str(&format!("#{s}-{e}"));
+                }
+                if !markdown.contains(&citation) {
+                    judge
+                        .failures
+                        .push(format!("rendered Markdown lacks evidence citation {citation}"));
+                }
+            }
+        }
+    }
+    Ok(report(case, judge.failures, &presence, claims, artifacts, used))
+}
+
+/// Every evidence reference resolves by exact get, its span lies inside the revision, and
+/// its preview equals the cited bytes (or a prefix of them when truncated).
+fn check_evidence(judge: &mut Judge<'_>, recall: &Value, transport: &dyn Transport) -> Result<(), EvalError> {
+    let mut contents: HashMap<(String, String), Option<Vec<u8>>> = HashMap::new();
+    for reference in items(recall, "claims").flat_map(|c| items(c, "evidence")) {
+        let key = (
+            text(&reference["artifact_id"]).to_owned(),
+            text(&reference["revision_id"]).to_owned(),
+        );
+        if !contents.contains_key(&key) {
+            let request = json!({"request_id": "eval-evidence", "op": "artifact.get",
+                                 "input": {"artifact_id": key.0, "revision_id": key.1}});
+            let bytes = exchange(transport, &request)?
+                .ok()
+                .and_then(|record| decode(&record["content"]));
+            contents.insert(key.clone(), bytes);
+        }
+        let Some(bytes) = contents[&key].as_ref() else {
+            judge
+                .failures
+                .push(format!("evidence {} does not resolve", text(&reference["citation"])));
+            continue;
+        };
+        let span = match (reference["start_byte"].as_u64(), reference["end_byte"].as_u64()) {
+            (Some(s), Some(e)) => Some((s as usize, e as usize)),
+            (None, None) => None,
+            _ => {
+                judge
+                    .failures
+                    .push(format!("evidence {} has half a span", text(&reference["citation"])));
+                continue;
+            }
+        };
+        let (start, end) = span.unwrap_or((0, bytes.len()));
+        if start > end || end > bytes.len() || (span.is_some() && start == end) {
+            judge
+                .failures
+                .push(format!("evidence {} is out of bounds", text(&reference["citation"])));
+            continue;
+        }
+        if let Some(excerpt) = reference["excerpt"].as_str() {
+            let cited = String::from_utf8_lossy(&bytes[start..end]);
+            let truncated = reference["excerpt_truncated"].as_bool() == Some(true);
+            let exact = if truncated {
+                cited.starts_with(excerpt) && excerpt.len() <= judge.case.max_excerpt_bytes
+            } else {
+                cited == excerpt
+            };
+            if !exact {
+                judge.failures.push(format!(
+                    "evidence excerpt of {} does not round-trip to the cited bytes",
+                    text(&reference["citation"])
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn decode(content: &Value) -> Option<Vec<u8>> {
+    let data = content["data"].as_str()?;
+    match content["type"].as_str()? {
+        "text" => Some(data.as_bytes().to_vec()),
+        "base64" => base64::engine::general_purpose::STANDARD.decode(data).ok(),
+        _ => None,
+    }
+}
+
+fn report(
+    case: &Case,
+    failures: Vec<String>,
+    presence: &str,
+    claims: BTreeSet<String>,
+    artifacts: BTreeSet<String>,
+    used: u64,
+) -> CaseReport {
+    CaseReport {
+        case_id: case.id.clone(),
+        gate: case.gate,
+        presence: presence.to_owned(),
+        claim_recall: recall_of(&case.relevant_claims, &claims),
+        claim_precision: precision_of(&case.relevant_claims, &claims),
+        artifact_recall: recall_of(&case.relevant_artifacts, &artifacts),
+        artifact_precision: precision_of(&case.relevant_artifacts, &artifacts),
+        returned_claims: claims.into_iter().collect(),
+        returned_artifacts: artifacts.into_iter().collect(),
+        context_used_bytes: used,
+        context_max_bytes: case.max_context_bytes as u64,
+        failures,
+    }
+}

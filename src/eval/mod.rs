@@ -1,0 +1,212 @@
+//! The retrieval-quality evaluator: seeds a corpus through ordinary mutations, runs
+//! `memory.recall`, `search` and `context.build` for every judged case over any
+//! [`Transport`], and reports per-case recall/precision, hard invariants and macro metrics
+//! against a baseline.
+//!
+//! The transport must reach a fresh, otherwise empty store: [`run_in_process`] makes one
+//! in a temporary directory; the conformance runner may pass a daemon transport instead.
+//! The report holds labels, never ids or timestamps, so two runs print the same JSON.
+
+mod checks;
+pub mod corpus;
+mod seed;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::client::{InProcess, Transport};
+use crate::service::Service;
+
+pub use corpus::{Case, Corpus, Gate};
+
+/// Why an evaluation could not run at all (as opposed to a case failing).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EvalError {
+    #[error("invalid corpus: {0}")]
+    Corpus(String),
+    #[error("seeding failed: {0}")]
+    Seed(String),
+    #[error("request failed: {0}")]
+    Request(String),
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The outcome of one case.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CaseReport {
+    pub case_id: String,
+    pub gate: Gate,
+    pub presence: String,
+    pub returned_claims: Vec<String>,
+    pub returned_artifacts: Vec<String>,
+    pub claim_recall: Option<f64>,
+    pub claim_precision: f64,
+    pub artifact_recall: Option<f64>,
+    pub artifact_precision: f64,
+    pub context_used_bytes: u64,
+    pub context_max_bytes: u64,
+    /// Hard-invariant violations and judgement misses, one sentence each.
+    pub failures: Vec<String>,
+}
+
+/// Macro metrics: means over cases (recall only where defined; an empty mean is 1.0).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Metrics {
+    pub claim_recall: f64,
+    pub claim_precision: f64,
+    pub artifact_recall: f64,
+    pub artifact_precision: f64,
+}
+
+/// The whole evaluation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    pub corpus_version: String,
+    pub cases: Vec<CaseReport>,
+    pub metrics: Metrics,
+    pub budget_violations: usize,
+    pub citation_parity_violations: usize,
+    pub scope_violations: usize,
+    pub regressions: Vec<String>,
+    pub hard_failures: usize,
+    pub passed: bool,
+}
+
+/// Runs the corpus in `corpus_dir` against a fresh in-process store.
+pub fn run_in_process(corpus_dir: &Path) -> Result<Report, EvalError> {
+    let dir = tempfile::tempdir()?;
+    let service = Service::open(&dir.path().join("data")).map_err(|e| EvalError::Seed(e.to_string()))?;
+    let transport = InProcess::new(service.clone());
+    let report = run(corpus_dir, &transport);
+    service.store().shutdown();
+    report
+}
+
+/// Loads, seeds and evaluates the corpus in `corpus_dir` over `transport`, which must
+/// reach a fresh store.
+pub fn run(corpus_dir: &Path, transport: &dyn Transport) -> Result<Report, EvalError> {
+    let corpus = Corpus::load(corpus_dir)?;
+    let seeded = seed::apply(&corpus, transport)?;
+    let cases = corpus
+        .cases
+        .iter()
+        .map(|case| checks::evaluate(case, &seeded, transport))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(summarize(&corpus, cases))
+}
+
+fn mean(values: impl Iterator<Item = f64>) -> f64 {
+    let (sum, count) = values.fold((0.0, 0usize), |(s, c), v| (s + v, c + 1));
+    if count == 0 { 1.0 } else { sum / count as f64 }
+}
+
+fn summarize(corpus: &Corpus, cases: Vec<CaseReport>) -> Report {
+    let metrics = Metrics {
+        claim_recall: mean(cases.iter().filter_map(|c| c.claim_recall)),
+        claim_precision: mean(cases.iter().map(|c| c.claim_precision)),
+        artifact_recall: mean(cases.iter().filter_map(|c| c.artifact_recall)),
+        artifact_precision: mean(cases.iter().map(|c| c.artifact_precision)),
+    };
+    let baseline = &corpus.baseline;
+    let mut regressions = Vec::new();
+    for (name, current, floor) in [
+        ("macro_claim_recall", metrics.claim_recall, baseline.macro_claim_recall),
+        (
+            "macro_claim_precision",
+            metrics.claim_precision,
+            baseline.macro_claim_precision,
+        ),
+        (
+            "macro_artifact_recall",
+            metrics.artifact_recall,
+            baseline.macro_artifact_recall,
+        ),
+        (
+            "macro_artifact_precision",
+            metrics.artifact_precision,
+            baseline.macro_artifact_precision,
+        ),
+    ] {
+        if current + baseline.epsilon < floor {
+            regressions.push(format!("{name} {current:.4} is below the baseline {floor:.4}"));
+        }
+    }
+    let count = |tag: &str| {
+        cases
+            .iter()
+            .flat_map(|c| &c.failures)
+            .filter(|f| f.starts_with(tag))
+            .count()
+    };
+    let hard_failures = cases
+        .iter()
+        .filter(|c| c.gate == Gate::Hard)
+        .map(|c| c.failures.len())
+        .sum();
+    Report {
+        corpus_version: corpus.version.clone(),
+        budget_violations: count(checks::BUDGET),
+        citation_parity_violations: count(checks::PARITY),
+        scope_violations: count(checks::SCOPE),
+        passed: hard_failures == 0 && regressions.is_empty(),
+        hard_failures,
+        regressions,
+        metrics,
+        cases,
+    }
+}
+
+fn round(value: f64) -> Value {
+    json!((value * 10_000.0).round() / 10_000.0)
+}
+
+impl Report {
+    /// The report as JSON, metrics rounded to four decimals.
+    pub fn to_json(&self) -> Value {
+        let cases: Vec<Value> = self
+            .cases
+            .iter()
+            .map(|c| {
+                json!({
+                    "case_id": c.case_id,
+                    "gate": c.gate.as_str(),
+                    "presence": c.presence,
+                    "returned_claims": c.returned_claims,
+                    "returned_artifacts": c.returned_artifacts,
+                    "claim_recall": c.claim_recall.map(round),
+                    "claim_precision": round(c.claim_precision),
+                    "artifact_recall": c.artifact_recall.map(round),
+                    "artifact_precision": round(c.artifact_precision),
+                    "context_used_bytes": c.context_used_bytes,
+                    "context_max_bytes": c.context_max_bytes,
+                    "failures": c.failures,
+                })
+            })
+            .collect();
+        let mut aggregate = BTreeMap::new();
+        aggregate.insert("macro_claim_recall", round(self.metrics.claim_recall));
+        aggregate.insert("macro_claim_precision", round(self.metrics.claim_precision));
+        aggregate.insert("macro_artifact_recall", round(self.metrics.artifact_recall));
+        aggregate.insert("macro_artifact_precision", round(self.metrics.artifact_precision));
+        aggregate.insert("budget_violations", json!(self.budget_violations));
+        aggregate.insert("citation_parity_violations", json!(self.citation_parity_violations));
+        aggregate.insert("scope_violations", json!(self.scope_violations));
+        json!({
+            "schema_version": corpus::SCHEMA_VERSION,
+            "corpus_version": self.corpus_version,
+            "isolated_temporary_store": true,
+            "cases": cases,
+            "aggregate": aggregate,
+            "baseline": {"regressions": self.regressions},
+            "hard_failures": self.hard_failures,
+            "passed": self.passed,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

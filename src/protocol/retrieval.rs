@@ -1,0 +1,357 @@
+//! `search`, `memory.recall` and `context.build` inputs and outputs.
+//!
+//! The three inputs share the search fields. `ContextBuildInput` repeats them instead of
+//! flattening `SearchInput`, because serde's `flatten` disables `deny_unknown_fields`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::relation::EntityType;
+use super::{AmbientContext, Horizon, limits};
+
+fn yes() -> bool {
+    true
+}
+
+fn default_search_limit() -> i64 {
+    10
+}
+
+fn default_max_claims() -> i64 {
+    5
+}
+
+fn default_max_artifact_refs() -> i64 {
+    3
+}
+
+fn default_max_excerpt_bytes() -> i64 {
+    320
+}
+
+fn default_max_bytes() -> u64 {
+    limits::DEFAULT_CONTEXT_MAX_BYTES as u64
+}
+
+/// The `recency` object: whether `bounded_recency_v1` reorders the lexical top-K.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecencyInput {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+}
+
+impl Default for RecencyInput {
+    fn default() -> Self {
+        RecencyInput { enabled: true }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchInput {
+    pub query: String,
+    #[serde(default)]
+    pub horizon: Horizon,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default = "default_search_limit")]
+    pub limit: i64,
+    #[serde(default)]
+    pub include_historical: bool,
+    #[serde(default)]
+    pub min_commit_seq: Option<i64>,
+    #[serde(default)]
+    pub recency: RecencyInput,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecallInput {
+    pub query: String,
+    #[serde(default)]
+    pub horizon: Horizon,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default = "default_max_claims")]
+    pub max_claims: i64,
+    #[serde(default = "default_max_artifact_refs")]
+    pub max_artifact_refs: i64,
+    #[serde(default = "default_max_excerpt_bytes")]
+    pub max_excerpt_bytes: i64,
+    #[serde(default)]
+    pub min_commit_seq: Option<i64>,
+    #[serde(default)]
+    pub recency: RecencyInput,
+}
+
+/// The search fields, declared one by one, plus the byte budget.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextBuildInput {
+    pub query: String,
+    #[serde(default)]
+    pub horizon: Horizon,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default = "default_search_limit")]
+    pub limit: i64,
+    #[serde(default)]
+    pub include_historical: bool,
+    #[serde(default)]
+    pub min_commit_seq: Option<i64>,
+    #[serde(default)]
+    pub recency: RecencyInput,
+    #[serde(default = "default_max_bytes")]
+    pub max_bytes: u64,
+}
+
+impl ContextBuildInput {
+    /// The search this bundle is built from.
+    pub fn search(&self) -> SearchInput {
+        SearchInput {
+            query: self.query.clone(),
+            horizon: self.horizon,
+            reason: self.reason.clone(),
+            limit: self.limit,
+            include_historical: self.include_historical,
+            min_commit_seq: self.min_commit_seq,
+            recency: self.recency,
+        }
+    }
+}
+
+/// How a hit's final position was computed.
+#[derive(Clone, Debug, Serialize)]
+pub struct SearchRanking {
+    pub policy_version: &'static str,
+    pub recency_enabled: bool,
+    pub recency_eligible: bool,
+    pub lexical_score: f64,
+    pub recency_bonus: f64,
+    /// 1-based.
+    pub lexical_position: usize,
+    /// 1-based.
+    pub final_position: usize,
+    pub max_promotion: usize,
+    pub effective_at: String,
+    pub effective_at_basis: &'static str,
+    pub evaluated_at: String,
+    pub decay_class: &'static str,
+}
+
+/// The currentness details the server builds as a claim hit's `provenance`.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClaimHitProvenance {
+    pub claim_type: String,
+    pub evidence: Vec<super::claim::EvidenceLocator>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
+    pub valid_from: Option<String>,
+    pub valid_until: Option<String>,
+    pub evaluated_at: String,
+    /// `current`, `future` or `expired`.
+    pub temporal_state: &'static str,
+    pub is_current_revision: bool,
+    /// Current revision, non-terminal status, and a `current` temporal state.
+    pub is_current: bool,
+}
+
+/// One ranked reference; its title and excerpt are untrusted.
+#[derive(Clone, Debug, Serialize)]
+pub struct SearchHit {
+    pub entity_type: EntityType,
+    pub entity_id: String,
+    pub revision_id: String,
+    pub status: String,
+    pub title: String,
+    pub excerpt: String,
+    pub citation: String,
+    pub context: AmbientContext,
+    pub score: f64,
+    pub ranking: SearchRanking,
+    pub matched_by: Vec<&'static str>,
+    /// Stored artifact provenance, or a serialized [`ClaimHitProvenance`].
+    pub provenance: Value,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SearchResult {
+    pub query: String,
+    pub horizon: Horizon,
+    pub retrieval_mode: &'static str,
+    pub hits: Vec<SearchHit>,
+    pub truncated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refine_hint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub broaden_hint: Option<String>,
+}
+
+/// One open contradiction: `left_id` is the relation's source claim, `right_id` its target.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ConflictSummary {
+    pub left_id: String,
+    pub right_id: String,
+    pub relation_id: String,
+}
+
+/// `current`, or `disputed` when an open contradiction involves the claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecallClaimStatus {
+    Current,
+    Disputed,
+}
+
+/// What recall found in the searched horizons.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecallPresence {
+    Claims,
+    ArtifactsOnly,
+    None,
+}
+
+/// One exact evidence citation of a recalled claim, with an optional source preview.
+#[derive(Clone, Debug, Serialize)]
+pub struct RecallEvidenceReference {
+    pub artifact_id: String,
+    pub revision_id: String,
+    pub citation: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_byte: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_byte: Option<u64>,
+    pub title: String,
+    pub media_type: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub excerpt: Option<String>,
+    pub excerpt_truncated: bool,
+}
+
+/// A current claim that matched; not a truth score.
+#[derive(Clone, Debug, Serialize)]
+pub struct RecallClaim {
+    pub claim_id: String,
+    pub revision_id: String,
+    pub claim_type: String,
+    pub status: RecallClaimStatus,
+    pub statement: String,
+    pub citation: String,
+    pub evidence: Vec<RecallEvidenceReference>,
+    pub conflict_relation_ids: Vec<String>,
+    pub score: f64,
+    pub matched_by: Vec<&'static str>,
+}
+
+/// A bounded reference to matching source material.
+#[derive(Clone, Debug, Serialize)]
+pub struct RecallArtifactReference {
+    pub artifact_id: String,
+    pub revision_id: String,
+    pub citation: String,
+    pub title: String,
+    pub status: String,
+    pub excerpt: String,
+    pub excerpt_truncated: bool,
+    pub score: f64,
+    pub matched_by: Vec<&'static str>,
+    pub risk_signals: Vec<&'static str>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RecallResult {
+    pub content_is_untrusted: bool,
+    pub query: String,
+    pub searched_horizons: Vec<Horizon>,
+    pub presence: RecallPresence,
+    pub claims: Vec<RecallClaim>,
+    pub conflicts: Vec<ConflictSummary>,
+    pub artifact_refs: Vec<RecallArtifactReference>,
+    pub claims_truncated: bool,
+    pub artifact_refs_truncated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claims_refine_hint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub artifact_refs_refine_hint: Option<String>,
+}
+
+/// What the bundle included for one retrieved hit.
+#[derive(Clone, Debug, Serialize)]
+pub struct BundleManifestItem {
+    pub citation: String,
+    pub entity_type: EntityType,
+    pub entity_id: String,
+    pub revision_id: String,
+    pub status: String,
+    pub context: AmbientContext,
+    pub provenance: Value,
+    pub risk_signals: Vec<&'static str>,
+    /// Bytes of the hit's own excerpt.
+    pub source_excerpt_bytes: usize,
+    /// Bytes of that excerpt actually rendered; 0 when the placeholder stood in.
+    pub included_bytes: usize,
+    pub excerpt_available: bool,
+    pub excerpt_truncated: bool,
+    /// Why the item is in the bundle, e.g. `retrieved by fts5_bm25 + bounded_recency_v1`.
+    pub reason: String,
+}
+
+/// `context.build` result: byte-bounded Markdown and the manifest of what it holds.
+#[derive(Clone, Debug, Serialize)]
+pub struct ContextBundle {
+    pub content_is_untrusted: bool,
+    pub query: String,
+    pub max_bytes: u64,
+    pub used_bytes: usize,
+    pub rendered_markdown: String,
+    /// Included hits only, in rendered order.
+    pub manifest: Vec<BundleManifestItem>,
+    pub retrieval_truncated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refine_hint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub broaden_hint: Option<String>,
+    /// Hits left out by the byte budget, and nothing else.
+    pub omitted_count: usize,
+    pub conflicts: Vec<ConflictSummary>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn search_defaults_are_ambient_ten_hits_current_only_with_recency() {
+        let input: SearchInput = serde_json::from_value(json!({"query": "x"})).unwrap();
+        assert_eq!(input.horizon, Horizon::Ambient);
+        assert_eq!(input.limit, 10);
+        assert!(!input.include_historical);
+        assert!(input.recency.enabled);
+        let input: SearchInput = serde_json::from_value(json!({"query": "x", "recency": {}})).unwrap();
+        assert!(input.recency.enabled);
+    }
+
+    #[test]
+    fn recall_has_no_historical_mode() {
+        let error = serde_json::from_value::<RecallInput>(json!({"query": "x", "include_historical": true}));
+        assert!(error.is_err());
+        let input: RecallInput = serde_json::from_value(json!({"query": "x"})).unwrap();
+        assert_eq!(
+            (input.max_claims, input.max_artifact_refs, input.max_excerpt_bytes),
+            (5, 3, 320)
+        );
+    }
+
+    #[test]
+    fn context_build_takes_the_search_fields_and_a_budget_and_nothing_else() {
+        let input: ContextBuildInput =
+            serde_json::from_value(json!({"query": "x", "limit": 3, "include_historical": true})).unwrap();
+        assert_eq!(input.max_bytes, 16384);
+        let search = input.search();
+        assert_eq!((search.limit, search.include_historical), (3, true));
+        assert!(serde_json::from_value::<ContextBuildInput>(json!({"query": "x", "bogus": 1})).is_err());
+    }
+}

@@ -1,0 +1,330 @@
+//! Lexical candidates for `search`, `memory.recall` and `context.build`: FTS5 `MATCH`
+//! over the contentless projections, filtered by horizon, pins and currentness.
+//!
+//! Each entity type is queried in two phases. Phase 1 touches only the FTS rowid, its
+//! `bm25()` and the columns the filters need, sorts, and keeps the per-type cap; phase 2
+//! loads full rows (inline blobs included) for the survivors only, so large rows never pass
+//! through the sorter.
+//!
+//! Phase 1 fixes its plan: `CROSS JOIN` keeps the FTS table as the outer loop, and
+//! `INDEXED BY` the primary-key index of `artifacts`/`claims` makes each match one key
+//! lookup. With `ANALYZE` statistics present the planner otherwise walks the scope index,
+//! touching every owned row per match (or re-running the full-text query per owned row).
+//!
+//! **Invariant:** the `MATCH` expression comes from `retrieval::build_fts_query`; no user
+//! text is spliced into SQL. Timestamps are compared as fixed-width database TEXT.
+
+use std::collections::HashMap;
+
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, params_from_iter};
+
+use super::artifact::{self, ArtifactRow};
+use super::claim::{self, ClaimRow};
+use super::error::{StoreError, StoreResult};
+use super::scope::{self, Owner};
+use crate::protocol::Horizon;
+
+/// FTS5 column weights of `artifact_fts(title, body)`.
+const ARTIFACT_BM25: &str = "bm25(artifact_fts, 5.0, 1.0)";
+/// FTS5 column weight of `claim_fts(statement)`.
+const CLAIM_BM25: &str = "bm25(claim_fts, 1.0)";
+
+/// Artifact pins, normalized: bare ids and exact `artifact@revision` pairs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pins {
+    pub artifacts: Vec<String>,
+    pub revisions: Vec<(String, String)>,
+}
+
+impl Pins {
+    /// Normalizes context pins: strips `memoree://artifact/` and splits at `@`.
+    pub fn parse(pins: &[String]) -> Pins {
+        let mut parsed = Pins::default();
+        for pin in pins {
+            let bare = pin.strip_prefix("memoree://artifact/").unwrap_or(pin);
+            match bare.split_once('@') {
+                Some((artifact, revision)) if !artifact.is_empty() && !revision.is_empty() => {
+                    parsed.revisions.push((artifact.to_owned(), revision.to_owned()));
+                }
+                Some(_) => {}
+                None if !bare.is_empty() => parsed.artifacts.push(bare.to_owned()),
+                None => {}
+            }
+        }
+        parsed
+    }
+
+    fn is_empty(&self) -> bool {
+        self.artifacts.is_empty() && self.revisions.is_empty()
+    }
+
+    fn artifacts_json(&self) -> String {
+        serde_json::Value::from(self.artifacts.clone()).to_string()
+    }
+
+    fn revisions_json(&self) -> String {
+        let keys: Vec<String> = self.revisions.iter().map(|(a, r)| format!("{a}@{r}")).collect();
+        serde_json::Value::from(keys).to_string()
+    }
+}
+
+/// What one candidate query selects.
+#[derive(Clone, Debug)]
+pub struct CandidateQuery<'a> {
+    /// An FTS5 expression built by `retrieval::build_fts_query`.
+    pub match_expr: &'a str,
+    pub ambient: &'a Owner,
+    pub horizon: Horizon,
+    pub pins: &'a Pins,
+    /// Admit every revision and lifecycle instead of current knowledge only.
+    pub include_historical: bool,
+    /// The evaluation instant in database form.
+    pub now_db: &'a str,
+    /// At most this many candidates come back.
+    pub cap: usize,
+}
+
+/// A candidate row and its raw `bm25()` value (lower is better).
+#[derive(Clone, Debug)]
+pub struct Candidate<R> {
+    pub row: R,
+    pub bm25: f64,
+}
+
+/// Fails with `IndexNotReady` unless the snapshot `conn` reads has reached `min_commit_seq`.
+/// The FTS projection is written in the same transaction as its revision, so the commit
+/// sequence is the index position too.
+pub fn ensure_index_ready(conn: &Connection, min_commit_seq: Option<i64>) -> StoreResult<()> {
+    let Some(requested) = min_commit_seq else {
+        return Ok(());
+    };
+    let current = super::last_commit_seq(conn)?;
+    if requested > current {
+        return Err(StoreError::IndexNotReady { requested, current });
+    }
+    Ok(())
+}
+
+/// The best artifact revisions for the query, best first (bm25, then newest revision).
+pub fn artifact_candidates(conn: &Connection, query: &CandidateQuery<'_>) -> StoreResult<Vec<Candidate<ArtifactRow>>> {
+    let mut params = Vec::new();
+    let mut visible = vec![scope::visibility_sql("a", query.ambient, query.horizon, &mut params)];
+    let pinned_revision = "(a.id || '@' || r.id) IN (SELECT value FROM json_each(?))";
+    if !query.pins.is_empty() {
+        params.push(SqlValue::Text(query.pins.artifacts_json()));
+        visible.push("a.id IN (SELECT value FROM json_each(?))".to_owned());
+        params.push(SqlValue::Text(query.pins.revisions_json()));
+        visible.push(pinned_revision.to_owned());
+    }
+    let mut clauses = vec![format!("({})", visible.join(" OR "))];
+    if !query.include_historical {
+        if query.pins.revisions.is_empty() {
+            clauses.push("a.status = 'active' AND r.id = a.current_revision_id".to_owned());
+        } else {
+            params.push(SqlValue::Text(query.pins.revisions_json()));
+            clauses.push(format!(
+                "a.status = 'active' AND (r.id = a.current_revision_id OR {pinned_revision})"
+            ));
+        }
+    }
+    let filter = Filter {
+        fts: "artifact_fts",
+        bm25: ARTIFACT_BM25,
+        revisions: "artifact_revisions",
+        entity_join: "CROSS JOIN artifacts a INDEXED BY sqlite_autoindex_artifacts_1 ON a.id = r.artifact_id",
+        clauses: clauses.join(" AND "),
+        params,
+    };
+    let ranked = filter.ranked(conn, query)?;
+    let rows = load_by_seq(
+        conn,
+        &format!(
+            "SELECT {} FROM artifact_revisions r JOIN artifacts a ON a.id = r.artifact_id
+             WHERE r.seq IN (SELECT value FROM json_each(?))",
+            artifact::COLUMNS
+        ),
+        &ranked,
+        artifact::row,
+        |row: &ArtifactRow| row.seq,
+    )?;
+    Ok(attach(ranked, rows))
+}
+
+/// The best claim revisions for the query, best first (bm25, then newest revision).
+pub fn claim_candidates(conn: &Connection, query: &CandidateQuery<'_>) -> StoreResult<Vec<Candidate<ClaimRow>>> {
+    let mut params = Vec::new();
+    let mut clauses = vec![scope::visibility_sql("c", query.ambient, query.horizon, &mut params)];
+    if !query.include_historical {
+        params.push(SqlValue::Text(query.now_db.to_owned()));
+        params.push(SqlValue::Text(query.now_db.to_owned()));
+        clauses.push(
+            "c.status = 'active' AND r.id = c.current_revision_id
+             AND (c.valid_from IS NULL OR c.valid_from <= ?) AND (c.valid_until IS NULL OR c.valid_until > ?)"
+                .to_owned(),
+        );
+    }
+    let filter = Filter {
+        fts: "claim_fts",
+        bm25: CLAIM_BM25,
+        revisions: "claim_revisions",
+        entity_join: "CROSS JOIN claims c INDEXED BY sqlite_autoindex_claims_1 ON c.id = r.claim_id",
+        clauses: clauses.join(" AND "),
+        params,
+    };
+    let ranked = filter.ranked(conn, query)?;
+    let rows = load_by_seq(
+        conn,
+        &format!(
+            "SELECT {} FROM claim_revisions r JOIN claims c ON c.id = r.claim_id
+             WHERE r.seq IN (SELECT value FROM json_each(?))",
+            claim::columns()
+        ),
+        &ranked,
+        claim::row,
+        |row: &ClaimRow| row.seq,
+    )?;
+    Ok(attach(ranked, rows))
+}
+
+/// Matches ranked by bare FTS are filtered in prefixes of this many times the cap.
+const PREFIX_FACTOR: usize = 2;
+
+/// The phase-1 shape of one entity type: its FTS table, its revision table (aliased `r`),
+/// the join reaching the entity row, and the filter with its parameters.
+struct Filter {
+    fts: &'static str,
+    bm25: &'static str,
+    revisions: &'static str,
+    entity_join: &'static str,
+    clauses: String,
+    params: Vec<SqlValue>,
+}
+
+impl Filter {
+    /// The top `cap` `(seq, bm25)` pairs that pass the filter, in rank order (bm25, then
+    /// newest revision `seq`, which the single writer assigns in `commit_seq` order).
+    ///
+    /// Fast path: rank the bare FTS matches first, take a prefix of
+    /// [`PREFIX_FACTOR`]` × cap`, and filter only those. When at least `cap` survive they
+    /// are exactly the top `cap` of the filtered list, because every later match ranks
+    /// below the whole prefix. Otherwise (a short prefix means no more matches exist) the
+    /// filtered query runs over every match.
+    fn ranked(&self, conn: &Connection, query: &CandidateQuery<'_>) -> StoreResult<Vec<(i64, f64)>> {
+        let prefix_len = query.cap.saturating_mul(PREFIX_FACTOR);
+        let prefix = {
+            let sql = format!(
+                "SELECT rowid, {bm25} AS lexical FROM {fts} WHERE {fts} MATCH ?
+                 ORDER BY lexical, rowid DESC LIMIT ?",
+                bm25 = self.bm25,
+                fts = self.fts,
+            );
+            phase_one(
+                conn,
+                &sql,
+                vec![
+                    SqlValue::Text(query.match_expr.to_owned()),
+                    SqlValue::Integer(prefix_len as i64),
+                ],
+            )?
+        };
+        let seqs = serde_json::Value::from(prefix.iter().map(|(seq, _)| *seq).collect::<Vec<_>>()).to_string();
+        let mut params = vec![SqlValue::Text(seqs)];
+        params.extend(self.params.iter().cloned());
+        let sql = format!(
+            "SELECT r.seq FROM {revisions} r {entity_join}
+             WHERE r.seq IN (SELECT value FROM json_each(?)) AND {clauses}",
+            revisions = self.revisions,
+            entity_join = self.entity_join,
+            clauses = self.clauses,
+        );
+        let passing: std::collections::HashSet<i64> = {
+            let mut stmt = conn.prepare_cached(&sql)?;
+            stmt.query_map(params_from_iter(params), |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?
+        };
+        let survivors: Vec<(i64, f64)> = prefix
+            .iter()
+            .copied()
+            .filter(|(seq, _)| passing.contains(seq))
+            .collect();
+        if survivors.len() >= query.cap || prefix.len() < prefix_len {
+            return Ok(survivors.into_iter().take(query.cap).collect());
+        }
+        let mut params = vec![SqlValue::Text(query.match_expr.to_owned())];
+        params.extend(self.params.iter().cloned());
+        params.push(SqlValue::Integer(query.cap as i64));
+        let sql = format!(
+            "SELECT {fts}.rowid, {bm25} AS lexical
+             FROM {fts} CROSS JOIN {revisions} r ON r.seq = {fts}.rowid {entity_join}
+             WHERE {fts} MATCH ? AND {clauses}
+             ORDER BY lexical, {fts}.rowid DESC LIMIT ?",
+            fts = self.fts,
+            bm25 = self.bm25,
+            revisions = self.revisions,
+            entity_join = self.entity_join,
+            clauses = self.clauses,
+        );
+        phase_one(conn, &sql, params)
+    }
+}
+
+/// Runs a phase-1 query: `(seq, bm25)` pairs in rank order.
+fn phase_one(conn: &Connection, sql: &str, params: Vec<SqlValue>) -> StoreResult<Vec<(i64, f64)>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let ranked = stmt
+        .query_map(params_from_iter(params), |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<Vec<(i64, f64)>>>()?;
+    Ok(ranked)
+}
+
+/// Loads full rows for the ranked seqs, keyed by seq.
+fn load_by_seq<R>(
+    conn: &Connection,
+    sql: &str,
+    ranked: &[(i64, f64)],
+    map: fn(&rusqlite::Row<'_>) -> rusqlite::Result<R>,
+    seq_of: fn(&R) -> i64,
+) -> StoreResult<HashMap<i64, R>> {
+    if ranked.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let seqs = serde_json::Value::from(ranked.iter().map(|(seq, _)| *seq).collect::<Vec<_>>()).to_string();
+    let mut stmt = conn.prepare_cached(sql)?;
+    let rows = stmt.query_map([seqs], map)?.collect::<rusqlite::Result<Vec<R>>>()?;
+    Ok(rows.into_iter().map(|row| (seq_of(&row), row)).collect())
+}
+
+/// Pairs the ranked seqs with their rows, keeping rank order.
+fn attach<R>(ranked: Vec<(i64, f64)>, mut rows: HashMap<i64, R>) -> Vec<Candidate<R>> {
+    ranked
+        .into_iter()
+        .filter_map(|(seq, bm25)| rows.remove(&seq).map(|row| Candidate { row, bm25 }))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pins_are_normalized_into_bare_artifacts_and_exact_revisions() {
+        let pins = Pins::parse(&[
+            "art_a".to_owned(),
+            "art_b@arev_1".to_owned(),
+            "memoree://artifact/art_c@arev_2".to_owned(),
+            "memoree://artifact/art_d".to_owned(),
+            "@arev_x".to_owned(),
+            "art_e@".to_owned(),
+        ]);
+        assert_eq!(pins.artifacts, ["art_a", "art_d"]);
+        assert_eq!(
+            pins.revisions,
+            [
+                ("art_b".to_owned(), "arev_1".to_owned()),
+                ("art_c".to_owned(), "arev_2".to_owned())
+            ]
+        );
+        assert_eq!(pins.revisions_json(), r#"["art_b@arev_1","art_c@arev_2"]"#);
+    }
+}
