@@ -260,7 +260,6 @@ fn checkpoints_stay_pending_until_reviewed_and_applied() {
 }
 
 #[test]
-#[ignore = "needs memory.recall"]
 fn a_query_matching_only_pending_text_finds_nothing() {
     let home = TempHome::new();
     let (status, _) = home.run_cli(&["checkpoint", "--session", "s-1", "zebra", "quokka", "migration"]);
