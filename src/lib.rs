@@ -7,6 +7,8 @@ pub mod blob;
 pub mod caller;
 pub mod cli;
 pub mod client;
+pub mod daemon;
+pub mod frame;
 pub mod fsutil;
 pub mod paths;
 pub mod protocol;

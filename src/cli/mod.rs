@@ -3,9 +3,11 @@
 //! leave stdout empty.
 
 mod call;
+mod daemon_cmd;
 mod demo;
 pub mod exit;
 pub mod output;
+mod serve;
 mod transport;
 
 use std::process::ExitCode;
@@ -48,6 +50,17 @@ pub enum Command {
     ///
     /// Example: memoree demo --pretty
     Demo,
+    /// Run the daemon in the foreground until SIGINT or SIGTERM.
+    ///
+    /// Example: memoree serve --listen tcp://127.0.0.1:17878
+    Serve(serve::ServeArgs),
+    /// Show, stop or restart the local daemon.
+    ///
+    /// Example: memoree daemon status
+    Daemon {
+        #[command(subcommand)]
+        command: daemon_cmd::DaemonCommand,
+    },
 }
 
 /// Parses the process arguments and runs the command.
@@ -76,6 +89,8 @@ pub fn run(cli: Cli) -> ExitCode {
     let response = match cli.command {
         Command::Call => call::run(&cli.global),
         Command::Demo => demo::run(),
+        Command::Serve(args) => return serve::run(&args, cli.global.pretty),
+        Command::Daemon { command } => return daemon_cmd::run(&cli.global, command),
     };
     output::emit(&response, cli.global.pretty);
     exit::for_response(&response)

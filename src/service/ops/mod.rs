@@ -2,6 +2,7 @@
 
 mod artifact;
 mod claim;
+mod doctor;
 mod meta;
 mod mutation;
 
@@ -54,6 +55,7 @@ pub(crate) fn dispatch(service: &Service, call: &Call<'_>) -> Result<Output, Ser
         Operation::ClaimHistory => claim::history(service, call),
         Operation::ClaimRevise => claim::revise(service, call),
         Operation::ClaimRetract => claim::retract(service, call),
+        Operation::Doctor => doctor::doctor(service, call),
         op => Err(ServiceError::invalid(format!(
             "operation {op} is not implemented by this binary; see capabilities"
         ))),
@@ -76,5 +78,6 @@ pub(crate) fn is_implemented(op: Operation) -> bool {
             | Operation::ClaimHistory
             | Operation::ClaimRevise
             | Operation::ClaimRetract
+            | Operation::Doctor
     )
 }
