@@ -410,12 +410,12 @@ fn is_timeout(error: &io::Error) -> bool {
     matches!(error.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock)
 }
 
-/// `30 seconds`, or `250 ms` for a limit that is not a whole number of seconds.
-fn describe(limit: Duration) -> String {
-    if limit.subsec_nanos() == 0 {
-        format!("{} seconds", limit.as_secs())
-    } else {
-        format!("{} ms", limit.as_millis())
+/// `30 seconds`, `1 second`, or `250 ms` for a limit that is not a whole number of seconds.
+pub(crate) fn describe(limit: Duration) -> String {
+    match (limit.as_secs(), limit.subsec_nanos()) {
+        (1, 0) => "1 second".to_owned(),
+        (secs, 0) => format!("{secs} seconds"),
+        _ => format!("{} ms", limit.as_millis()),
     }
 }
 

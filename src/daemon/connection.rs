@@ -12,14 +12,13 @@
 //! drained for a short while, so the reply is not destroyed by a reset while the peer is
 //! still writing. A truncated frame or a broken stream just closes the connection.
 
-use std::time::Duration;
-
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 use tokio::time::timeout;
 
 use super::ServerTimeouts;
 use super::listener::Conn;
+use crate::client::socket::describe as seconds;
 use crate::frame::{self, FrameError};
 use crate::protocol::{ErrorBody, ErrorCode, Response, TRANSPORT_REQUEST_ID};
 use crate::service::{Service, ServiceError, error_body};
@@ -184,13 +183,4 @@ where
         }
     })
     .await;
-}
-
-/// `30 seconds`, or `250 ms` for a limit that is not a whole number of seconds.
-fn seconds(limit: Duration) -> String {
-    if limit.subsec_nanos() == 0 {
-        format!("{} seconds", limit.as_secs())
-    } else {
-        format!("{} ms", limit.as_millis())
-    }
 }
