@@ -290,6 +290,8 @@ fn attempt(stream: &mut Stream, body: &[u8], timeouts: &ClientTimeouts, one_shot
         step_deadline: exchange_deadline,
         step_limit: timeouts.write,
         step: Step::Write,
+        read_armed: None,
+        write_armed: None,
     };
     timed.begin(Step::Write, timeouts.write);
     let written = frame::blocking::write(&mut timed, body, MAX_FRAME_BYTES);
@@ -352,13 +354,46 @@ struct Timed<'a> {
     step_deadline: Instant,
     step_limit: Duration,
     step: Step,
+    /// When the socket's read or write timeout was last set for the current deadline.
+    read_armed: Option<Instant>,
+    write_armed: Option<Instant>,
 }
+
+/// How far a syscall may overrun the deadline before the socket timeout is set again.
+/// Re-arming on every call would cost a `setsockopt` per read; small frames need one.
+const REARM_SLACK: Duration = Duration::from_millis(10);
 
 impl Timed<'_> {
     fn begin(&mut self, step: Step, limit: Duration) {
         self.step = step;
         self.step_limit = limit;
         self.step_deadline = Instant::now() + limit;
+        self.read_armed = None;
+        self.write_armed = None;
+    }
+
+    /// Sets the socket timeout to the time left, unless the one set recently still ends
+    /// within [`REARM_SLACK`] of the deadline.
+    fn arm(&mut self, step: Step) -> io::Result<()> {
+        let armed = if step == Step::Read {
+            self.read_armed
+        } else {
+            self.write_armed
+        };
+        let now = Instant::now();
+        if armed.is_some_and(|at| now.duration_since(at) <= REARM_SLACK) {
+            // Still bounded by the deadline: reject outright once it has passed.
+            return self.remaining().map(|_| ());
+        }
+        let left = self.remaining()?;
+        if step == Step::Read {
+            self.stream.set_read_timeout(left)?;
+            self.read_armed = Some(now);
+        } else {
+            self.stream.set_write_timeout(left)?;
+            self.write_armed = Some(now);
+        }
+        Ok(())
     }
 
     fn remaining(&self) -> io::Result<Duration> {
@@ -388,16 +423,14 @@ impl Timed<'_> {
 
 impl Read for Timed<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let left = self.remaining()?;
-        self.stream.set_read_timeout(left)?;
+        self.arm(Step::Read)?;
         self.stream.read(buf)
     }
 }
 
 impl Write for Timed<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let left = self.remaining()?;
-        self.stream.set_write_timeout(left)?;
+        self.arm(Step::Write)?;
         self.stream.write(buf)
     }
 

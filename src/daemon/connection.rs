@@ -137,11 +137,9 @@ async fn respond(service: &Service, body: Vec<u8>, max_frame_bytes: usize) -> Ve
 pub(super) fn encode_response(response: &Response, max_frame_bytes: usize) -> Vec<u8> {
     let replacement = match frame::encode_json(response, max_frame_bytes) {
         Ok(frame) => return frame,
-        Err(FrameError::TooLarge { len, max }) => {
-            tracing::warn!(len, max, "replacing an oversized response");
-            let error = ServiceError::ContentTooLarge(format!(
-                "the response of {len} bytes exceeds the {max}-byte frame limit"
-            ));
+        Err(FrameError::TooLarge { max, .. }) => {
+            tracing::warn!(max, "replacing an oversized response");
+            let error = ServiceError::ContentTooLarge(format!("the response exceeds the {max}-byte frame limit"));
             Response::failure(&response.request_id, error_body(&error))
         }
         Err(error) => {
