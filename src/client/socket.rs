@@ -134,7 +134,10 @@ impl SocketClient {
             }),
         };
         stream.map_err(|e| {
-            if is_timeout(&e) {
+            if e.kind() == ErrorKind::InvalidInput {
+                // An unusable path will not start working on retry.
+                ClientError::Config(format!("cannot connect to {}: {e}", self.endpoint))
+            } else if is_timeout(&e) {
                 ClientError::Transport(format!(
                     "connect to {} timed out after {}",
                     self.endpoint,

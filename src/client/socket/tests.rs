@@ -95,6 +95,16 @@ fn a_missing_socket_is_a_retryable_transport_error() {
 }
 
 #[test]
+fn a_socket_path_too_long_for_the_platform_is_a_configuration_error() {
+    let path = std::path::PathBuf::from(format!("/tmp/{}.sock", "x".repeat(200)));
+    let error = SocketClient::new(Endpoint::Unix(path))
+        .exchange_json(&request())
+        .unwrap_err();
+    assert!(matches!(error, ClientError::Config(_)), "{error:?}");
+    assert!(error.to_string().contains("not a usable Unix socket path"), "{error}");
+}
+
+#[test]
 fn a_reply_is_read_after_the_request_and_the_write_side_is_closed() {
     let server = FakeServer::start(1, |mut stream| {
         let body = read_request(&mut stream).unwrap();
