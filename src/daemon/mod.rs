@@ -291,10 +291,14 @@ pub fn start(config: DaemonConfig) -> Result<DaemonHandle, DaemonError> {
     })
 }
 
+/// One thread runs all socket I/O; every request is served on the blocking pool. With
+/// nothing blocking on the reactor a single I/O thread suffices, and it avoids the
+/// cross-worker wakeups of a work-stealing runtime (measurably faster round trips on small
+/// machines; see `benches/transport.rs`).
 fn build_runtime() -> Result<tokio::runtime::Runtime, DaemonError> {
-    tokio::runtime::Builder::new_multi_thread()
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .thread_name("memoreed-io")
+        .thread_name("memoreed-blocking")
         .build()
         .map_err(|e| DaemonError::io("start", "the async runtime", e))
 }
