@@ -4,5 +4,6 @@ mod support;
 
 mod cli;
 mod context;
+mod daemon;
 mod remember;
 mod wrappers;
