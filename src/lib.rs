@@ -9,6 +9,7 @@ pub mod cli;
 pub mod client;
 pub mod daemon;
 pub mod eval;
+pub mod fault;
 pub mod frame;
 pub mod fsutil;
 pub mod instructions;

@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 
 pub use digest::Digest;
 
+use crate::fault::DiskFullFlag;
+
 /// Failures of the blob store.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -60,6 +62,7 @@ pub fn is_storage_full(error: &io::Error) -> bool {
 #[derive(Clone, Debug)]
 pub struct BlobStore {
     root: PathBuf,
+    disk_full: DiskFullFlag,
 }
 
 impl BlobStore {
@@ -68,7 +71,16 @@ impl BlobStore {
         let root = root.into();
         let tmp = root.join(".tmp");
         fs::create_dir_all(&tmp).map_err(|e| BlobError::io(&tmp, e))?;
-        Ok(BlobStore { root })
+        Ok(BlobStore {
+            root,
+            disk_full: DiskFullFlag::default(),
+        })
+    }
+
+    /// Makes new objects fail with `ENOSPC` while `flag` is up (see [`crate::fault`]).
+    pub fn with_disk_full_flag(mut self, flag: DiskFullFlag) -> BlobStore {
+        self.disk_full = flag;
+        self
     }
 
     /// The root directory.
@@ -89,6 +101,9 @@ impl BlobStore {
         if dest.exists() {
             self.verify(&digest, bytes.len() as u64)?;
             return Ok(digest);
+        }
+        if self.disk_full.is_full() {
+            return Err(BlobError::io(&self.root.join(".tmp"), DiskFullFlag::error()));
         }
         let parent = dest.parent().unwrap_or(&self.root);
         fs::create_dir_all(parent).map_err(|e| BlobError::io(parent, e))?;

@@ -37,6 +37,7 @@ pub use error::{StoreError, StoreResult};
 pub use migrate::{SCHEMA_VERSION, schema_version};
 
 use crate::blob::BlobStore;
+use crate::fault::DiskFullFlag;
 use crate::timefmt::{self, Timestamp};
 
 /// File name of the database inside the data directory.
@@ -161,8 +162,9 @@ impl Store {
                 fs::set_permissions(&path, fs::Permissions::from_mode(0o600))?;
             }
         }
-        let blobs = BlobStore::open(data_dir.join(BLOBS_DIR))?;
-        let writer = writer::Writer::spawn(conn)?;
+        let disk_full = DiskFullFlag::from_env();
+        let blobs = BlobStore::open(data_dir.join(BLOBS_DIR))?.with_disk_full_flag(disk_full.clone());
+        let writer = writer::Writer::spawn(conn, disk_full)?;
         Ok(Store {
             inner: Arc::new(Inner {
                 data_dir,

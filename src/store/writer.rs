@@ -18,6 +18,7 @@ use rusqlite::Connection;
 
 use super::Tx;
 use super::error::{StoreError, StoreResult};
+use crate::fault::DiskFullFlag;
 use crate::timefmt;
 
 /// Upper bound on mutations sharing one commit.
@@ -28,6 +29,7 @@ type CommitOutcome = Result<(), Arc<rusqlite::Error>>;
 trait Job: Send {
     /// Runs inside the group transaction; returns whether the job succeeded.
     fn run(&mut self, tx: &Tx<'_>) -> bool;
+
     /// Delivers the result once the group's fate is known.
     fn finish(self: Box<Self>, commit: CommitOutcome);
     /// Runs alone on the writer connection, outside any group transaction.
@@ -119,11 +121,19 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    pub(crate) fn spawn(conn: Connection) -> StoreResult<Writer> {
+    /// Starts the writer thread on `conn`. An armed `disk_full` flag caps the database at
+    /// its current size while the flag is up (see [`crate::fault`]).
+    pub(crate) fn spawn(conn: Connection, disk_full: DiskFullFlag) -> StoreResult<Writer> {
+        let cap = if disk_full.is_armed() {
+            let unlimited = conn.query_row("PRAGMA max_page_count", [], |row| row.get(0))?;
+            Some(PageCap { disk_full, unlimited })
+        } else {
+            None
+        };
         let (queue, jobs) = mpsc::channel::<Box<dyn Job>>();
         let thread = std::thread::Builder::new()
             .name("memoree-writer".to_owned())
-            .spawn(move || writer_loop(conn, jobs))?;
+            .spawn(move || writer_loop(conn, jobs, cap))?;
         Ok(Writer {
             queue: Mutex::new(Some(queue)),
             thread: Mutex::new(Some(thread)),
@@ -183,7 +193,26 @@ impl Drop for Writer {
     }
 }
 
-fn writer_loop(conn: Connection, jobs: Receiver<Box<dyn Job>>) {
+/// The injected disk-full fault: while the flag is up, a group may not grow the database.
+struct PageCap {
+    disk_full: DiskFullFlag,
+    /// The connection's own `max_page_count`, restored when the flag is down.
+    unlimited: i64,
+}
+
+impl PageCap {
+    /// Sets `max_page_count` for the group that just began. SQLite raises a cap below the
+    /// database's current size to that size, so `1` means "no new pages".
+    fn apply(&self, conn: &Connection) -> rusqlite::Result<()> {
+        let limit = if self.disk_full.is_full() { 1 } else { self.unlimited };
+        conn.query_row(&format!("PRAGMA max_page_count = {limit}"), [], |row| {
+            row.get::<_, i64>(0)
+        })?;
+        Ok(())
+    }
+}
+
+fn writer_loop(conn: Connection, jobs: Receiver<Box<dyn Job>>, cap: Option<PageCap>) {
     let mut carried: Option<Box<dyn Job>> = None;
     loop {
         let first = match carried.take() {
@@ -208,12 +237,19 @@ fn writer_loop(conn: Connection, jobs: Receiver<Box<dyn Job>>) {
                 Err(_) => break,
             }
         }
-        run_group(&conn, group);
+        run_group(&conn, group, cap.as_ref());
     }
 }
 
-fn run_group(conn: &Connection, mut group: Vec<Box<dyn Job>>) {
-    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+fn run_group(conn: &Connection, mut group: Vec<Box<dyn Job>>, cap: Option<&PageCap>) {
+    let begun = conn.execute_batch("BEGIN IMMEDIATE").and_then(|()| match cap {
+        Some(cap) => cap.apply(conn),
+        None => Ok(()),
+    });
+    if let Err(e) = begun {
+        if !conn.is_autocommit() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
         let e = Arc::new(e);
         group.into_iter().for_each(|job| job.finish(Err(e.clone())));
         return;
