@@ -7,7 +7,8 @@
 //! **Invariant:** a job's result is delivered only after the `COMMIT` that made its changes
 //! durable has returned. A failed job is rolled back to its savepoint and leaves nothing
 //! behind; if the commit fails, or SQLite aborts the transaction under a job (disk full, I/O
-//! error), every job of the group is told it failed and none is acknowledged.
+//! error), every job of the group is told it failed, with that job's cause, and none is
+//! acknowledged.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
@@ -29,7 +30,8 @@ type CommitOutcome = Result<(), Arc<rusqlite::Error>>;
 trait Job: Send {
     /// Runs inside the group transaction; returns whether the job succeeded.
     fn run(&mut self, tx: &Tx<'_>) -> bool;
-
+    /// The SQLite failure the job ended with, if that is how it failed.
+    fn sqlite_failure(&self) -> Option<rusqlite::Error>;
     /// Delivers the result once the group's fate is known.
     fn finish(self: Box<Self>, commit: CommitOutcome);
     /// Runs alone on the writer connection, outside any group transaction.
@@ -55,6 +57,15 @@ where
         let ok = result.is_ok();
         self.result = Some(result);
         ok
+    }
+
+    fn sqlite_failure(&self) -> Option<rusqlite::Error> {
+        match &self.result {
+            Some(Err(StoreError::Sqlite(rusqlite::Error::SqliteFailure(error, message)))) => {
+                Some(rusqlite::Error::SqliteFailure(*error, message.clone()))
+            }
+            _ => None,
+        }
     }
 
     fn finish(self: Box<Self>, commit: CommitOutcome) {
@@ -91,6 +102,10 @@ where
 {
     fn run(&mut self, _tx: &Tx<'_>) -> bool {
         false
+    }
+
+    fn sqlite_failure(&self) -> Option<rusqlite::Error> {
+        None
     }
 
     fn finish(self: Box<Self>, _commit: CommitOutcome) {
@@ -262,6 +277,15 @@ fn run_group(conn: &Connection, mut group: Vec<Box<dyn Job>>, cap: Option<&PageC
         }
         let tx = Tx::new(conn, timefmt::now());
         let ok = job.run(&tx);
+        if conn.is_autocommit() {
+            // SQLite rolled the whole transaction back under this job (on SQLITE_FULL or an
+            // I/O error it does so unless the statement had its own journal): nothing of
+            // this group is durable, so nothing may be acknowledged. Every job of the group
+            // is told the job's own cause, so a full disk reads as a full disk (retryable)
+            // for all of them rather than as "no such savepoint".
+            aborted = Some(Arc::new(job.sqlite_failure().unwrap_or_else(rolled_back)));
+            break;
+        }
         let end = if ok {
             conn.execute_batch("RELEASE memoree_job")
         } else {
@@ -272,12 +296,7 @@ fn run_group(conn: &Connection, mut group: Vec<Box<dyn Job>>, cap: Option<&PageC
             break;
         }
         if conn.is_autocommit() {
-            // SQLite rolled the whole transaction back under us (disk full, I/O error):
-            // nothing of this group is durable, so nothing may be acknowledged.
-            aborted = Some(Arc::new(rusqlite::Error::SqliteFailure(
-                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ABORT),
-                Some("the group transaction was rolled back by SQLite".to_owned()),
-            )));
+            aborted = Some(Arc::new(rolled_back()));
             break;
         }
     }
@@ -289,4 +308,75 @@ fn run_group(conn: &Connection, mut group: Vec<Box<dyn Job>>, cap: Option<&PageC
         let _ = conn.execute_batch("ROLLBACK");
     }
     group.into_iter().for_each(|job| job.finish(outcome.clone()));
+}
+
+/// The abort reported when SQLite ended the group transaction without a known cause.
+fn rolled_back() -> rusqlite::Error {
+    rusqlite::Error::SqliteFailure(
+        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ABORT),
+        Some("the group transaction was rolled back by SQLite".to_owned()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn insert(tx: &Tx<'_>, bytes: usize) -> StoreResult<()> {
+        tx.conn().execute("INSERT INTO t (v) VALUES (?1)", [vec![7u8; bytes]])?;
+        Ok(())
+    }
+
+    /// A job that makes SQLite roll the whole group transaction back on `SQLITE_FULL` takes
+    /// the jobs before and after it down too; each of them must hear that the disk is full
+    /// (retryable, nothing stored), not an unrelated "failed to commit" error.
+    #[test]
+    fn a_group_rolled_back_by_sqlite_full_reports_storage_full_to_every_job() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = Connection::open(dir.path().join("db")).unwrap();
+        conn.execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (v BLOB);")
+            .unwrap();
+        let flag = DiskFullFlag::at(dir.path().join("full"));
+        let writer = Arc::new(Writer::spawn(conn, flag).unwrap());
+        std::fs::write(dir.path().join("full"), b"").unwrap();
+
+        // Hold the writer so the next three jobs are drained as one group.
+        let (held, is_held) = mpsc::channel();
+        let (release, released) = mpsc::channel::<()>();
+        let hold = {
+            let writer = Arc::clone(&writer);
+            std::thread::spawn(move || {
+                writer.exclusive(move |_| {
+                    held.send(()).unwrap();
+                    released.recv().unwrap();
+                    Ok(())
+                })
+            })
+        };
+        is_held.recv().unwrap();
+        let mut jobs = Vec::new();
+        for bytes in [16, 1 << 20, 16] {
+            let writer = Arc::clone(&writer);
+            jobs.push(std::thread::spawn(move || writer.write(move |tx| insert(tx, bytes))));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        release.send(()).unwrap();
+        hold.join().unwrap().unwrap();
+        for (index, job) in jobs.into_iter().enumerate() {
+            match job.join().unwrap() {
+                Err(e) => assert!(e.is_storage_full(), "job {index}: {e}"),
+                Ok(()) => panic!("job {index} was acknowledged from a rolled-back group"),
+            }
+        }
+        let rows: i64 = writer
+            .exclusive(|conn| Ok(conn.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?))
+            .unwrap();
+        assert_eq!(rows, 0);
+
+        // Space is back: the same writes succeed.
+        std::fs::remove_file(dir.path().join("full")).unwrap();
+        writer.write(|tx| insert(tx, 1 << 20)).unwrap();
+    }
 }
