@@ -106,7 +106,15 @@ impl BlobStore {
             return Err(BlobError::io(&self.root.join(".tmp"), DiskFullFlag::error()));
         }
         let parent = dest.parent().unwrap_or(&self.root);
+        let new_fan_out = !parent.exists();
         fs::create_dir_all(parent).map_err(|e| BlobError::io(parent, e))?;
+        if new_fan_out {
+            // The fan-out directories' own entries must be durable before a commit cites a
+            // blob inside them, or a power loss could drop the whole `<h0h1>/<h2h3>` path.
+            for dir in [parent.parent().unwrap_or(&self.root), self.root.as_path()] {
+                sync_dir(dir).map_err(|e| BlobError::io(dir, e))?;
+            }
+        }
         let tmp = self
             .root
             .join(".tmp")
@@ -119,10 +127,8 @@ impl BlobStore {
         let _ = fs::remove_file(&tmp);
         let published = result.map_err(|e| BlobError::io(&dest, e))?;
         if published {
-            // Best effort: the link itself is durable once its directory entry is.
-            if let Ok(dir) = File::open(parent) {
-                let _ = dir.sync_all();
-            }
+            // The link is durable once its directory entry is; a commit may cite it only then.
+            sync_dir(parent).map_err(|e| BlobError::io(parent, e))?;
         } else {
             self.verify(&digest, bytes.len() as u64)?;
         }
@@ -175,6 +181,10 @@ pub fn check(digest: &Digest, expected_size: u64, bytes: &[u8]) -> Result<(), Bl
         });
     }
     Ok(())
+}
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
 }
 
 fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
