@@ -4,6 +4,9 @@ mod support;
 
 mod cli;
 mod context;
+mod crash;
 mod daemon;
+mod faults;
 mod remember;
+mod retry_storm;
 mod wrappers;

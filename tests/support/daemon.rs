@@ -46,6 +46,27 @@ impl TestDaemon {
     /// Spawns `serve --listen <endpoint> --data-dir <data_dir>` with logs in `dir`, without
     /// waiting for it.
     pub fn spawn_at(dir: &Path, endpoint: &Endpoint, data_dir: &Path) -> TestDaemon {
+        TestDaemon::spawn(
+            TestDaemon::serve_command(endpoint, data_dir),
+            dir,
+            endpoint.clone(),
+            data_dir,
+        )
+    }
+
+    /// Like [`TestDaemon::spawn_at`] with extra environment variables, waiting until ready.
+    pub fn start_at_with_env(dir: &Path, endpoint: &Endpoint, data_dir: &Path, env: &[(&str, &Path)]) -> TestDaemon {
+        let mut command = TestDaemon::serve_command(endpoint, data_dir);
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut daemon = TestDaemon::spawn(command, dir, endpoint.clone(), data_dir);
+        daemon.wait_ready();
+        daemon
+    }
+
+    /// `memoree serve --listen <endpoint> --data-dir <data_dir>`.
+    fn serve_command(endpoint: &Endpoint, data_dir: &Path) -> Command {
         let listen = match endpoint {
             Endpoint::Unix(path) => {
                 let mut listen = OsString::from("unix://");
@@ -61,7 +82,7 @@ impl TestDaemon {
             .arg(listen)
             .arg("--data-dir")
             .arg(data_dir);
-        TestDaemon::spawn(command, dir, endpoint.clone(), data_dir)
+        command
     }
 
     /// Serves the default endpoint of `home` (no `--listen`), and waits until it answers.
@@ -126,6 +147,11 @@ impl TestDaemon {
     pub fn logs(&self) -> String {
         let read = |name: &str| std::fs::read_to_string(self.log_dir.join(name)).unwrap_or_default();
         format!("stdout:\n{}\nstderr:\n{}", read("daemon.stdout"), read("daemon.stderr"))
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
     }
 
     pub fn pid(&self) -> u32 {

@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod daemon;
+pub mod torture;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
