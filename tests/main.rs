@@ -6,3 +6,4 @@ mod cli;
 mod context;
 mod remember;
 mod wrappers;
+mod wrappers_more;
