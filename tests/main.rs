@@ -7,3 +7,4 @@ mod context;
 mod daemon;
 mod remember;
 mod wrappers;
+mod wrappers_more;

@@ -130,18 +130,19 @@ fn check_destination(store: &Store, destination: &Path) -> StoreResult<PathBuf> 
             destination.display()
         )));
     }
-    let (Some(parent), Some(_)) = (destination.parent(), destination.file_name()) else {
-        return Err(StoreError::Invalid(format!(
-            "backup destination {} does not name a new directory",
-            destination.display()
-        )));
-    };
+    // Existence first, so `/` and `/tmp/..` are reported as existing like any other directory.
     if fs::symlink_metadata(destination).is_ok() {
         return Err(StoreError::Invalid(format!(
             "backup destination already exists: {}",
             destination.display()
         )));
     }
+    let (Some(parent), Some(_)) = (destination.parent(), destination.file_name()) else {
+        return Err(StoreError::Invalid(format!(
+            "backup destination {} does not name a new directory",
+            destination.display()
+        )));
+    };
     // Checked on the nearest existing ancestor, before any directory is created.
     let existing = parent.ancestors().find(|dir| dir.exists()).unwrap_or(Path::new("/"));
     let data_dir = store.data_dir().canonicalize()?;
