@@ -214,6 +214,14 @@ impl Service {
         if op.supports_explicit_horizon() {
             ops::precheck_input(op, &request.input)?;
             horizon = request_horizon(&request.input)?;
+            // A reason is bounded at every horizon, not only where it is required.
+            let reason = request.input.get("reason").and_then(Value::as_str).unwrap_or("");
+            if reason.len() > limits::MAX_REASON_BYTES {
+                return Err(ServiceError::invalid(format!(
+                    "reason must not exceed {} bytes",
+                    limits::MAX_REASON_BYTES
+                )));
+            }
         }
         if op.needs_context() && request.context.is_none() {
             return Err(ServiceError::NoAmbientContext(op.wire_name()));
@@ -224,12 +232,6 @@ impl Service {
                 return Err(ServiceError::invalid(
                     "workspace and personal horizons require a non-empty reason",
                 ));
-            }
-            if reason.len() > limits::MAX_REASON_BYTES {
-                return Err(ServiceError::invalid(format!(
-                    "reason must not exceed {} bytes",
-                    limits::MAX_REASON_BYTES
-                )));
             }
         }
         let call = Call { request };
