@@ -333,3 +333,5 @@ mod tests_admin;
 mod tests_graph;
 #[cfg(test)]
 mod tests_retrieval;
+#[cfg(test)]
+mod tests_sweep;
