@@ -5,4 +5,5 @@ mod support;
 mod cli;
 mod context;
 mod remember;
+mod sweep;
 mod wrappers;
