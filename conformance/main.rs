@@ -5,6 +5,7 @@
 //! Usage, including `--binary PATH` for another implementation, is in `conformance/README.md`.
 
 mod case;
+mod daemon;
 mod golden;
 mod matcher;
 mod normalize;
@@ -18,6 +19,7 @@ use std::sync::Arc;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
+use crate::daemon::Daemon;
 use crate::schema::Schemas;
 use crate::transport::{Binary, InProcess, Transport};
 
@@ -63,11 +65,13 @@ fn select_transports(options: &Options) -> Result<Vec<Arc<dyn Transport>>, Strin
     if let Some(path) = &options.binary {
         // The child runs in its own directory, so a relative path must be made absolute here.
         let path = std::fs::canonicalize(path).map_err(|e| format!("--binary {}: {e}", path.display()))?;
-        return Ok(vec![Arc::new(Binary::new(path))]);
+        return Ok(vec![Arc::new(Binary::new(&path)), Arc::new(Daemon::new(&path))]);
     }
+    let binary = env!("CARGO_BIN_EXE_memoree");
     Ok(vec![
         Arc::new(InProcess),
-        Arc::new(Binary::new(env!("CARGO_BIN_EXE_memoree"))),
+        Arc::new(Binary::new(binary)),
+        Arc::new(Daemon::new(binary)),
     ])
 }
 

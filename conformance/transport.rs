@@ -8,14 +8,10 @@
 //!   request to stdin and parses exactly one envelope line from stdout. It also checks that
 //!   the exit status agrees with the envelope (protocol exit-code table).
 //!
-//! **Extension point — the daemon transport.** A `Daemon` transport implements
-//! [`Transport::start`] by spawning `<binary> serve --listen unix://<tmp>/memoree.sock
-//! --data-dir <tmp>/data`, waiting until the socket accepts connections, and returning a
-//! session that owns the child (killed on drop) and whose `exchange` sends one
-//! length-prefixed frame per request using the crate's client framing (one request per
-//! connection; `Outgoing::Raw` is sent as the frame body verbatim). Its fallback request id
-//! is `req_transport`. An `--endpoint` session is the same session without the spawn.
-//! Register it in `main.rs` (`select_transports`); nothing else in the runner changes.
+//! * `daemon::Daemon` (in `daemon.rs`) spawns `<binary> serve` on a private socket per case
+//!   and sends one length-prefixed frame per request.
+//!
+//! A binary session stops the daemon that `call` autostarted in its home when it ends.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -87,7 +83,7 @@ pub trait Session: Send {
     fn exchange(&mut self, request: &Outgoing) -> Result<Value, String>;
 }
 
-fn temp_dir() -> Result<tempfile::TempDir, String> {
+pub fn temp_dir() -> Result<tempfile::TempDir, String> {
     tempfile::Builder::new()
         .prefix("memoree-conformance-")
         .tempdir()
@@ -174,6 +170,27 @@ impl Transport for Binary {
             path: self.path.clone(),
             home: temp_dir()?,
         }))
+    }
+}
+
+impl Drop for BinarySession {
+    /// `call` may have autostarted a daemon in this session's home; stop it.
+    fn drop(&mut self) {
+        if !self.home.path().join("run").exists() {
+            return;
+        }
+        let mut command = Command::new(&self.path);
+        command
+            .args(["daemon", "stop"])
+            .current_dir(self.home.path())
+            .env("MEMOREE_HOME", self.home.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        for name in SCRUBBED_ENV {
+            command.env_remove(name);
+        }
+        let _ = command.status();
     }
 }
 

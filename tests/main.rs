@@ -4,6 +4,8 @@ mod support;
 
 mod cli;
 mod context;
+mod daemon;
 mod remember;
 mod sweep;
 mod wrappers;
+mod wrappers_more;

@@ -364,6 +364,11 @@ fn a_backup_restores_into_an_empty_data_dir_with_every_acknowledged_entity() {
     get.env("MEMOREE_DATA_DIR", &restored)
         .env("MEMOREE_RUNTIME_DIR", home.root.join("restored-run"));
     let (status, body) = run(get);
+    let mut stop = home.cmd(&["daemon", "stop"]);
+    stop.env("MEMOREE_DATA_DIR", &restored)
+        .env("MEMOREE_RUNTIME_DIR", home.root.join("restored-run"));
+    let (stopped, _) = run(stop);
     assert_eq!(status, 0, "{body}");
     assert_eq!(body["result"]["statement"], "Restores keep claims.");
+    assert_eq!(stopped, 0, "the restored store's daemon stops");
 }

@@ -6,7 +6,7 @@ use std::io::Read;
 use serde_json::Value;
 
 use super::{GlobalArgs, cli_failure};
-use crate::protocol::{ErrorCode, Response, limits};
+use crate::protocol::{CLI_REQUEST_ID, ErrorCode, Response, TRANSPORT_REQUEST_ID, limits};
 
 /// Reads stdin (bounded by the frame limit) and parses it as one JSON document.
 pub(crate) fn read_request() -> Result<Value, Response> {
@@ -46,11 +46,12 @@ pub(crate) fn run(global: &GlobalArgs) -> Response {
         Ok(request) => request,
         Err(response) => return response,
     };
-    let request_id = request
+    let own_id = request
         .get("request_id")
         .and_then(Value::as_str)
-        .unwrap_or(crate::protocol::CLI_REQUEST_ID);
-    let request_id = request_id.to_owned();
+        .filter(|id| !id.is_empty() && id.len() <= crate::protocol::limits::MAX_REQUEST_ID_BYTES);
+    let request_id = own_id.unwrap_or(CLI_REQUEST_ID).to_owned();
+    let has_own_id = own_id.is_some();
     if let Err(response) = super::transport::attach_context(&mut request, &request_id) {
         return response;
     }
@@ -59,6 +60,12 @@ pub(crate) fn run(global: &GlobalArgs) -> Response {
         Err(error) => return error.to_response(&request_id),
     };
     match transport.exchange(&request) {
+        // The CLI is the party that received a request without a usable id, so the
+        // fallback it reports is its own, whichever transport served it.
+        Ok(mut response) if !has_own_id && response.request_id == TRANSPORT_REQUEST_ID => {
+            response.request_id = CLI_REQUEST_ID.to_owned();
+            response
+        }
         Ok(response) => response,
         Err(error) => error.to_response(&request_id),
     }

@@ -7,11 +7,13 @@
 
 mod call;
 mod cmd;
+mod daemon_cmd;
 mod demo;
 pub mod evidence;
 pub mod exit;
 pub mod output;
 mod request;
+mod serve;
 mod transport;
 
 use std::process::ExitCode;
@@ -77,6 +79,15 @@ pub enum Command {
     /// Run an end-to-end session in a throw-away home and print what happened.
     #[command(after_help = "Example:\n  memoree demo --pretty")]
     Demo,
+    /// Run the daemon in the foreground until SIGINT or SIGTERM.
+    #[command(after_help = "Example:\n  memoree serve --listen tcp://127.0.0.1:17878")]
+    Serve(serve::ServeArgs),
+    /// Show, stop or restart the local daemon.
+    #[command(after_help = "Example:\n  memoree daemon status")]
+    Daemon {
+        #[command(subcommand)]
+        command: daemon_cmd::DaemonCommand,
+    },
 }
 
 /// What a command produced: one envelope to print, or (for `session exec`) only an exit
@@ -151,6 +162,8 @@ pub(crate) fn dispatch(cli: Cli) -> Outcome {
         Command::Reindex(_) => cmd::admin::reindex(global).into(),
         Command::Backup(args) => cmd::admin::backup(args, global).into(),
         Command::Demo => demo::run().into(),
+        Command::Serve(args) => Outcome::Exit(serve::run(&args, global.pretty)),
+        Command::Daemon { command } => Outcome::Exit(daemon_cmd::run(global, command)),
     }
 }
 

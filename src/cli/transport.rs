@@ -1,4 +1,8 @@
 //! Picks the transport for daemon-backed commands and attaches the ambient context.
+//!
+//! An explicit endpoint (`--endpoint` / `MEMOREE_ENDPOINT`) is used as is, never
+//! autostarted. Otherwise the default private Unix endpoint is used, and its daemon is
+//! started on demand unless `--no-autostart` / `MEMOREE_NO_AUTOSTART=true`.
 
 use std::ffi::OsString;
 
@@ -6,20 +10,27 @@ use serde_json::Value;
 
 use super::GlobalArgs;
 use crate::ambient;
-use crate::client::{ClientError, InProcess, Transport};
-use crate::paths::Paths;
+use crate::client::autostart::Autostart;
+use crate::client::socket::SocketClient;
+use crate::client::{ClientError, Transport};
+use crate::paths::{Endpoint, Paths};
 use crate::protocol::{ErrorBody, ErrorCode, Operation, Response};
-use crate::service::Service;
 
 fn env_lookup(name: &str) -> Option<OsString> {
     std::env::var_os(name)
 }
 
 /// The transport for this invocation.
-pub(crate) fn select(_global: &GlobalArgs) -> Result<Box<dyn Transport>, ClientError> {
+pub(crate) fn select(global: &GlobalArgs) -> Result<Box<dyn Transport>, ClientError> {
+    if let Some(text) = &global.endpoint {
+        let endpoint = Endpoint::parse(text).map_err(|e| ClientError::Config(e.to_string()))?;
+        return Ok(Box::new(SocketClient::new(endpoint)));
+    }
     let paths = Paths::from_env().map_err(|e| ClientError::Config(e.to_string()))?;
-    let service = Service::open(&paths.data_dir).map_err(|e| ClientError::Config(e.to_string()))?;
-    Ok(Box::new(InProcess::new(service)))
+    if global.no_autostart {
+        return Ok(Box::new(SocketClient::new(paths.default_endpoint())));
+    }
+    Ok(Box::new(Autostart::for_paths(&paths)?))
 }
 
 /// Attaches the resolved ambient context to a request whose operation needs one and that

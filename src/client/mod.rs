@@ -1,8 +1,13 @@
 //! How a caller reaches a service: one request document in, one response envelope out.
 //!
 //! [`Transport`] is the seam between the CLI (or the conformance runner) and a service:
-//! [`InProcess`] calls [`Service::handle_value`] directly; the daemon client speaks framed
-//! JSON over a socket. Both yield identical envelopes for identical requests.
+//! [`InProcess`] calls [`Service::handle_value`] directly; [`socket::SocketClient`] speaks
+//! framed JSON to a daemon, and [`autostart::Autostart`] starts the default daemon when it
+//! is not running; [`control`] implements `daemon status|stop|restart`. Both yield identical envelopes for identical requests.
+
+pub mod autostart;
+pub mod control;
+pub mod socket;
 
 use serde_json::Value;
 

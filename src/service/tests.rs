@@ -209,3 +209,53 @@ fn claims_revise_retract_and_page_through_history() {
     }));
     assert_eq!(again.error.unwrap().code, ErrorCode::InvalidRequest);
 }
+
+#[test]
+fn replays_rebuild_the_original_acknowledgement_exactly_after_later_lifecycle_changes() {
+    let f = fixture();
+    let put_request = json!({
+        "request_id": "req_put", "op": "artifact.put", "idempotency_key": "put", "context": context(),
+        "input": {"kind": "note", "title": "A note", "content": {"type": "text", "data": "evidence text here"},
+                  "provenance": {"source": "test"}, "actor": "tester"}
+    });
+    let put = f.ok(put_request.clone()).result.unwrap();
+    let assert_request = json!({
+        "request_id": "r", "op": "claim.assert", "idempotency_key": "assert", "context": context(),
+        "input": {"claim_type": "fact", "statement": "evidence is here", "confidence": 0.5,
+                  "valid_from": "2020-01-01T00:00:00Z",
+                  "evidence": [{"artifact_id": put["artifact_id"], "revision_id": put["revision_id"], "start_byte": 0, "end_byte": 8}]}
+    });
+    let claim = f.ok(assert_request.clone()).result.unwrap();
+    let other = f
+        .ok(json!({
+            "request_id": "r", "op": "claim.assert", "idempotency_key": "other", "context": context(),
+            "input": {"claim_type": "fact", "statement": "evidence is not here"}
+        }))
+        .result
+        .unwrap();
+    let relation_request = json!({
+        "request_id": "r", "op": "relation.put", "idempotency_key": "rel", "context": context(),
+        "input": {"source_type": "claim", "source_id": claim["claim_id"], "relation": "contradicts",
+                  "target_type": "claim", "target_id": other["claim_id"], "metadata": {"why": "test"}}
+    });
+    let relation = f.ok(relation_request.clone()).result.unwrap();
+    // Later lifecycle changes must not leak into replays of earlier acknowledgements.
+    f.ok(json!({
+        "request_id": "r", "op": "artifact.forget", "idempotency_key": "forget", "context": context(),
+        "input": {"artifact_id": put["artifact_id"], "reason": "obsolete"}
+    }));
+    f.ok(json!({
+        "request_id": "r", "op": "claim.retract", "idempotency_key": "retract", "context": context(),
+        "input": {"claim_id": claim["claim_id"], "reason": "wrong"}
+    }));
+    for (request, original) in [
+        (put_request, put),
+        (assert_request, claim),
+        (relation_request, relation),
+    ] {
+        let mut replay = f.ok(request).result.unwrap();
+        assert_eq!(replay["created"], json!(false));
+        replay["created"] = json!(true);
+        assert_eq!(replay, original, "a replay must return the original acknowledgement");
+    }
+}

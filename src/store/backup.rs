@@ -136,12 +136,7 @@ fn check_destination(store: &Store, destination: &Path) -> StoreResult<PathBuf> 
             destination.display()
         )));
     }
-    let (Some(parent), Some(_)) = (destination.parent(), destination.file_name()) else {
-        return Err(StoreError::Invalid(format!(
-            "backup destination {} does not name a new directory",
-            destination.display()
-        )));
-    };
+    // Existence first, so `/` and `/tmp/..` are reported as existing like any other directory.
     match fs::symlink_metadata(destination) {
         Ok(_) => {
             return Err(StoreError::Invalid(format!(
@@ -152,6 +147,12 @@ fn check_destination(store: &Store, destination: &Path) -> StoreResult<PathBuf> 
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(unusable(destination, e)),
     }
+    let (Some(parent), Some(_)) = (destination.parent(), destination.file_name()) else {
+        return Err(StoreError::Invalid(format!(
+            "backup destination {} does not name a new directory",
+            destination.display()
+        )));
+    };
     // Checked on the nearest existing ancestor, before any directory is created. The
     // directories still to be created must be plain names: a `..` after a missing
     // directory could climb back into a directory that was never checked.

@@ -155,6 +155,20 @@ pub fn get(conn: &Connection, claim_id: &str, revision_id: Option<&str>) -> Stor
     })
 }
 
+/// Loads a revision by revision id alone.
+pub fn get_revision(conn: &Connection, revision_id: &str) -> StoreResult<Option<ClaimRow>> {
+    Ok(conn
+        .query_row(
+            &format!(
+                "SELECT {} FROM claim_revisions r JOIN claims c ON c.id = r.claim_id WHERE r.id = ?1",
+                columns()
+            ),
+            [revision_id],
+            row,
+        )
+        .optional()?)
+}
+
 /// Loads the current revision or fails with `NOT_FOUND`.
 pub fn head(conn: &Connection, claim_id: &str) -> StoreResult<ClaimRow> {
     get(conn, claim_id, None)?.ok_or_else(|| StoreError::NotFound(format!("claim {claim_id}")))

@@ -33,7 +33,7 @@ pub struct Replay {
 pub fn check(conn: &Connection, key: &IdempotencyKey) -> StoreResult<Option<Replay>> {
     let found: Option<(String, String, String, i64)> = conn
         .query_row(
-            "SELECT request_hash, operation, response_json, commit_seq FROM idempotency WHERE scoped_key = ?1",
+            "SELECT request_hash, operation, replay_json, commit_seq FROM idempotency WHERE scoped_key = ?1",
             [&key.scoped_key],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
         )
@@ -57,7 +57,7 @@ pub fn check(conn: &Connection, key: &IdempotencyKey) -> StoreResult<Option<Repl
 /// Records the result of a fresh mutation under its key.
 pub fn record(tx: &Tx<'_>, key: &IdempotencyKey, result: &Value, commit_seq: i64) -> StoreResult<()> {
     tx.conn().execute(
-        "INSERT INTO idempotency (scoped_key, request_hash, operation, response_json, commit_seq, created_at)
+        "INSERT INTO idempotency (scoped_key, request_hash, operation, replay_json, commit_seq, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         params![
             key.scoped_key,

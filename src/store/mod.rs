@@ -150,6 +150,9 @@ impl Store {
         )?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         migrate::preflight(&conn)?;
+        // Only takes effect on a new, empty database. 16 KiB pages pack several inline
+        // revision rows (up to the 16 KiB inline threshold) per page instead of one.
+        conn.execute_batch("PRAGMA page_size = 16384;")?;
         conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")?;
         migrate::migrate(&mut conn)?;
         for suffix in ["", "-wal", "-shm"] {

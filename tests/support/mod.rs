@@ -5,6 +5,8 @@
 
 #![allow(dead_code)]
 
+pub mod daemon;
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -29,6 +31,9 @@ const SCRUBBED_ENV: &[&str] = &[
     "MEMOREE_ACTOR",
     "MEMOREE_COMPILER",
 ];
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_memoree");
 
 /// The path of the binary under test.
 pub fn bin() -> &'static str {
@@ -104,6 +109,11 @@ impl TempHome {
         run(cmd)
     }
 
+    /// The default daemon socket of this home.
+    pub fn socket(&self) -> PathBuf {
+        self.home.join("run").join("memoree.sock")
+    }
+
     /// Writes `config.toml` in the home.
     pub fn write_config(&self, text: &str) {
         std::fs::write(self.home.join("config.toml"), text).unwrap();
@@ -155,4 +165,13 @@ pub fn field<'a>(envelope: &'a Value, key: &str) -> &'a str {
     envelope["result"][key]
         .as_str()
         .unwrap_or_else(|| panic!("no {key} in {envelope}"))
+}
+
+impl Drop for TempHome {
+    /// Stops a daemon that a command autostarted in this home.
+    fn drop(&mut self) {
+        if self.socket().exists() {
+            let _ = self.cmd(&["daemon", "stop"]).output();
+        }
+    }
 }

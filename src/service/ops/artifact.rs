@@ -1,6 +1,6 @@
 //! `artifact.put`, `artifact.get`, `artifact.revise`, `artifact.history`, `artifact.forget`.
 
-use super::mutation;
+use super::mutation::{self, Acknowledged};
 use crate::blob::Digest;
 use crate::protocol::artifact::{
     ArtifactForgetInput, ArtifactGetInput, ArtifactHistoryInput, ArtifactPutInput, ArtifactReviseInput, HistoryPage,
@@ -61,7 +61,7 @@ pub(super) fn put(service: &Service, call: &Call<'_>) -> Result<Output, ServiceE
             return Ok(replay);
         }
         let (row, commit_seq) = store_artifact::put(tx, &owner, &kind, &new, &context_json)?;
-        mutation::record(tx, &key, artifact_record(&row, None), commit_seq)
+        mutation::record(tx, &key, Acknowledged::Artifact(row), commit_seq)
     })?;
     Ok(Output::mutation(written))
 }
@@ -136,7 +136,7 @@ pub(super) fn revise(service: &Service, call: &Call<'_>) -> Result<Output, Servi
             actor: input.actor,
         };
         let (row, commit_seq) = store_artifact::revise(tx, &head, &new)?;
-        mutation::record(tx, &key, artifact_record(&row, None), commit_seq)
+        mutation::record(tx, &key, Acknowledged::Artifact(row), commit_seq)
     })?;
     Ok(Output::mutation(written))
 }
@@ -183,7 +183,7 @@ pub(super) fn forget(service: &Service, call: &Call<'_>) -> Result<Output, Servi
             )));
         }
         let (row, commit_seq) = store_artifact::forget(tx, &head, &input.reason)?;
-        mutation::record(tx, &key, artifact_record(&row, None), commit_seq)
+        mutation::record(tx, &key, Acknowledged::Artifact(row), commit_seq)
     })?;
     Ok(Output::mutation(written))
 }

@@ -1,6 +1,6 @@
 //! `claim.assert`, `claim.get`, `claim.history`, `claim.revise`, `claim.retract`.
 
-use super::mutation;
+use super::mutation::{self, Acknowledged};
 use crate::protocol::artifact::HistoryPage;
 use crate::protocol::claim::{
     ClaimAssertInput, ClaimGetInput, ClaimHistoryInput, ClaimRetractInput, ClaimReviseInput, EvidenceLocator,
@@ -98,7 +98,7 @@ pub(super) fn assert(service: &Service, call: &Call<'_>) -> Result<Output, Servi
             valid_from.as_deref(),
             valid_until.as_deref(),
         )?;
-        mutation::record(tx, &key, claim_record(&row), commit_seq)
+        mutation::record(tx, &key, Acknowledged::Claim(row), commit_seq)
     })?;
     Ok(Output::mutation(written))
 }
@@ -175,7 +175,7 @@ pub(super) fn revise(service: &Service, call: &Call<'_>) -> Result<Output, Servi
             )));
         }
         let (row, commit_seq) = store_claim::revise(tx, &head, &new)?;
-        mutation::record(tx, &key, claim_record(&row), commit_seq)
+        mutation::record(tx, &key, Acknowledged::Claim(row), commit_seq)
     })?;
     Ok(Output::mutation(written))
 }
@@ -199,7 +199,7 @@ pub(super) fn retract(service: &Service, call: &Call<'_>) -> Result<Output, Serv
             )));
         }
         let (row, commit_seq) = store_claim::retract(tx, &head, &input.reason)?;
-        mutation::record(tx, &key, claim_record(&row), commit_seq)
+        mutation::record(tx, &key, Acknowledged::Claim(row), commit_seq)
     })?;
     Ok(Output::mutation(written))
 }

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::mutation;
+use super::mutation::{self, Acknowledged};
 use crate::protocol::relation::{
     ConflictClaimSnapshot, ConflictListInput, ConflictListItem, ConflictListResult, EntityType, RelationListInput,
     RelationListResult, RelationPutInput, RelationRecord,
@@ -58,8 +58,11 @@ pub(super) fn put(service: &Service, call: &Call<'_>) -> Result<Output, ServiceE
         };
         let payload = |row: &store_relation::RelationRow| Ok(serde_json::to_value(relation_record(row))?);
         match store_relation::put(tx, &ambient, &new, &payload)? {
-            PutOutcome::Created(row, commit_seq) => mutation::record(tx, &key, relation_record(&row), commit_seq),
-            PutOutcome::Existing(row) => mutation::record_unchanged(tx, &key, relation_record(&row), row.commit_seq),
+            PutOutcome::Created(row, commit_seq) => mutation::record(tx, &key, Acknowledged::Relation(row), commit_seq),
+            PutOutcome::Existing(row) => {
+                let commit_seq = row.commit_seq;
+                mutation::record_unchanged(tx, &key, Acknowledged::Relation(row), commit_seq)
+            }
         }
     })?;
     Ok(Output::mutation(written))

@@ -76,8 +76,9 @@ pub(super) struct SearchRequest {
 }
 
 impl SearchRequest {
-    /// Checks the query, then the limit, then `min_commit_seq`, in that order.
+    /// Checks the reason's size, the query, the limit and `min_commit_seq`, in that order.
     pub fn new(input: &SearchInput, context: &AmbientContext) -> Result<SearchRequest, ServiceError> {
+        reason(input.reason.as_deref())?;
         let fts = query(&input.query)?;
         let limit = validate::limit("limit", input.limit, limits::MAX_SEARCH_ITEMS)?;
         Ok(SearchRequest {
@@ -334,6 +335,18 @@ impl Ranked {
              with horizon \"workspace\" and a non-empty reason; Memoree never broadens on its own."
                 .to_owned()
         })
+    }
+}
+
+/// A reason is bounded at every horizon, not only where it is required: an ambient read
+/// ignores it but still refuses an oversized one.
+fn reason(value: Option<&str>) -> Result<(), ServiceError> {
+    match value {
+        Some(reason) if reason.len() > limits::MAX_REASON_BYTES => Err(ServiceError::invalid(format!(
+            "reason must not exceed {} bytes",
+            limits::MAX_REASON_BYTES
+        ))),
+        _ => Ok(()),
     }
 }
 

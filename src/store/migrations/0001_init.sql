@@ -62,7 +62,8 @@ CREATE TABLE artifact_revisions (
     commit_seq      INTEGER NOT NULL UNIQUE,
     UNIQUE (artifact_id, revision_number)
 ) STRICT;
-CREATE INDEX artifact_revisions_by_blob ON artifact_revisions (blob_hash);
+-- External (CAS) blobs only: backup and verify enumerate them.
+CREATE INDEX artifact_revisions_by_external_blob ON artifact_revisions (blob_hash) WHERE inline_blob IS NULL;
 
 CREATE TABLE claims (
     id                  TEXT PRIMARY KEY,
@@ -153,12 +154,14 @@ CREATE TABLE conflict_events (
 ) STRICT;
 CREATE INDEX conflict_events_by_case ON conflict_events (case_id);
 
--- Replay records for idempotent mutations, keyed by the namespaced key.
+-- Replay records for idempotent mutations, keyed by the namespaced key. `replay_json` is a
+-- compact recipe (the revision or relation produced, plus the lifecycle fields as they were)
+-- from which the original acknowledgement is rebuilt exactly.
 CREATE TABLE idempotency (
     scoped_key    TEXT PRIMARY KEY,
     request_hash  TEXT NOT NULL,
     operation     TEXT NOT NULL,
-    response_json TEXT NOT NULL,
+    replay_json   TEXT NOT NULL,
     commit_seq    INTEGER NOT NULL,
     created_at    TEXT NOT NULL
 ) STRICT;

@@ -1,0 +1,70 @@
+//! `memoree serve`: run the daemon in the foreground until SIGINT or SIGTERM.
+//!
+//! Prints nothing while serving and exits 0 after a clean shutdown; a startup failure
+//! prints one error envelope and exits with its code. The global `--endpoint` is ignored.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::{cli_failure, exit, output};
+use crate::daemon::{self, DaemonConfig};
+use crate::paths::{Endpoint, Paths};
+use crate::protocol::{CLI_REQUEST_ID, Response};
+
+/// Flags of `memoree serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Where to listen: `unix://PATH` or `tcp://IP:PORT` [default: the private Unix socket]
+    #[arg(long, value_name = "ENDPOINT")]
+    pub listen: Option<String>,
+    /// The data directory to serve [default: the resolved data dir]
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Allow a TCP address that is not loopback. The daemon has no authentication.
+    #[arg(long)]
+    pub dangerously_allow_non_loopback_tcp: bool,
+}
+
+pub(crate) fn run(args: &ServeArgs, pretty: bool) -> ExitCode {
+    match serve(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(response) => {
+            output::emit(&response, pretty);
+            exit::for_response(&response)
+        }
+    }
+}
+
+fn serve(args: &ServeArgs) -> Result<(), Response> {
+    let config = config(args)?;
+    daemon::run(config).map_err(|error| {
+        tracing::error!(%error, "the daemon stopped");
+        Response::failure(CLI_REQUEST_ID, error.to_error_body())
+    })
+}
+
+fn config(args: &ServeArgs) -> Result<DaemonConfig, Response> {
+    let config_error = |code, message: String| cli_failure(code, format!("configuration error: {message}"));
+    let resolve = || Paths::from_env().map_err(|e| config_error(e.code(), e.to_string()));
+    let mut config = match &args.listen {
+        Some(text) => {
+            let endpoint = Endpoint::parse(text).map_err(|e| config_error(e.code(), e.to_string()))?;
+            let data_dir = match &args.data_dir {
+                Some(dir) => dir.clone(),
+                None => resolve()?.data_dir,
+            };
+            DaemonConfig::new(endpoint, data_dir)
+        }
+        None => {
+            let paths = resolve()?;
+            let data_dir = args.data_dir.clone().unwrap_or_else(|| paths.data_dir.clone());
+            let mut config = DaemonConfig::new(paths.default_endpoint(), data_dir);
+            config.private_runtime_dir = Some(paths.runtime_dir);
+            config
+        }
+    };
+    config.allow_non_loopback_tcp = args.dangerously_allow_non_loopback_tcp;
+    Ok(config)
+}

@@ -1,0 +1,165 @@
+//! Autostart: when the default daemon does not answer, start it in the background and
+//! retry briefly.
+//!
+//! Only the default endpoint autostarts; an explicit `--endpoint` / `MEMOREE_ENDPOINT`, or
+//! `--no-autostart` / `MEMOREE_NO_AUTOSTART=true`, means "talk to what is there". Only a
+//! client-side transport failure (nothing answered, or the answer was unusable) triggers a
+//! start; an error envelope from a daemon is an answer.
+//!
+//! The daemon is the current executable run as `serve --listen <endpoint> --data-dir
+//! <dir>` in a new session (`setsid`, so it outlives the terminal), with its working
+//! directory in the data dir, stdin from `/dev/null`, and stdout and stderr appended to
+//! `<data>/memoreed.log` (0600). If two clients race to start it, the data-dir lock lets
+//! exactly one daemon run and the other exits; both clients then reach the survivor.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::socket::SocketClient;
+use super::{ClientError, Transport};
+use crate::fsutil::{ensure_private_dir, open_private_append};
+use crate::paths::{DAEMON_LOG, Endpoint, LAYOUT_ENTRIES, Paths};
+use crate::protocol::Response;
+
+/// Attempts after starting the daemon.
+pub const START_RETRIES: u32 = 60;
+/// The pause before each attempt (60 × 50 ms ≈ 3 s in all).
+pub const START_RETRY_DELAY: Duration = Duration::from_millis(50);
+
+/// How to start a daemon for one endpoint and data directory.
+#[derive(Clone, Debug)]
+pub struct Launcher {
+    pub exe: PathBuf,
+    pub endpoint: Endpoint,
+    pub data_dir: PathBuf,
+    /// Created (or tightened) to 0700 before the daemon starts.
+    pub runtime_dir: Option<PathBuf>,
+}
+
+impl Launcher {
+    /// Starts the current executable as the default daemon of `paths`.
+    pub fn for_paths(paths: &Paths) -> Result<Launcher, ClientError> {
+        let exe = std::env::current_exe().map_err(|e| {
+            ClientError::Transport(format!("failed to start daemon: cannot locate the executable: {e}"))
+        })?;
+        Ok(Launcher {
+            exe,
+            endpoint: paths.default_endpoint(),
+            data_dir: paths.data_dir.clone(),
+            runtime_dir: Some(paths.runtime_dir.clone()),
+        })
+    }
+
+    /// Spawns the daemon in the background and returns its pid without waiting for it.
+    pub fn spawn(&self) -> Result<u32, ClientError> {
+        self.try_spawn()
+            .map_err(|e| ClientError::Transport(format!("failed to start daemon: {e}")))
+    }
+
+    fn try_spawn(&self) -> io::Result<u32> {
+        let data_dir = std::path::absolute(&self.data_dir)?;
+        ensure_private_dir(&data_dir, LAYOUT_ENTRIES).map_err(io::Error::other)?;
+        if let Some(runtime_dir) = &self.runtime_dir {
+            ensure_private_dir(runtime_dir, LAYOUT_ENTRIES).map_err(io::Error::other)?;
+        }
+        let log = open_private_append(&data_dir.join(DAEMON_LOG))?;
+        let mut command = Command::new(&self.exe);
+        command
+            .arg("serve")
+            .arg("--listen")
+            .arg(listen_arg(&self.endpoint)?)
+            .arg("--data-dir")
+            .arg(&data_dir)
+            .current_dir(&data_dir)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        // SAFETY: the closure runs in the child between fork and exec and only calls
+        // `setsid`, which is async-signal-safe, and reads errno.
+        unsafe {
+            command.pre_exec(|| {
+                if libc::setsid() < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        // The child is not waited for: it is meant to outlive this process.
+        let child = command.spawn()?;
+        tracing::info!(pid = child.id(), endpoint = %self.endpoint, "started the memoree daemon");
+        Ok(child.id())
+    }
+}
+
+/// `--listen` for the daemon: the endpoint with a Unix path made absolute, since the daemon
+/// runs in the data directory.
+fn listen_arg(endpoint: &Endpoint) -> io::Result<OsString> {
+    Ok(match endpoint {
+        Endpoint::Unix(path) => {
+            let mut arg = OsString::from("unix://");
+            arg.push(std::path::absolute(path)?);
+            arg
+        }
+        Endpoint::Tcp(_) => OsString::from(endpoint.to_string()),
+    })
+}
+
+/// A transport to the default daemon that starts it when nothing answers.
+#[derive(Clone, Debug)]
+pub struct Autostart {
+    client: SocketClient,
+    launcher: Launcher,
+}
+
+impl Autostart {
+    pub fn new(client: SocketClient, launcher: Launcher) -> Autostart {
+        Autostart { client, launcher }
+    }
+
+    /// The default endpoint of `paths`, started from the current executable.
+    pub fn for_paths(paths: &Paths) -> Result<Autostart, ClientError> {
+        let launcher = Launcher::for_paths(paths)?;
+        Ok(Autostart::new(SocketClient::new(launcher.endpoint.clone()), launcher))
+    }
+
+    pub fn client(&self) -> &SocketClient {
+        &self.client
+    }
+}
+
+impl Transport for Autostart {
+    fn exchange(&self, request: &Value) -> Result<Response, ClientError> {
+        match self.client.exchange_json(request) {
+            Err(ClientError::Transport(reason)) => {
+                tracing::info!(%reason, "no daemon answered; starting one");
+                self.launcher.spawn()?;
+                retry(|| self.client.exchange_json(request))
+            }
+            answered => answered,
+        }
+    }
+}
+
+/// Retries `attempt` while it fails with a transport error, [`START_RETRIES`] times.
+fn retry(mut attempt: impl FnMut() -> Result<Response, ClientError>) -> Result<Response, ClientError> {
+    let mut last = ClientError::Transport("the daemon did not start".to_owned());
+    for _ in 0..START_RETRIES {
+        std::thread::sleep(START_RETRY_DELAY);
+        match attempt() {
+            Err(error @ ClientError::Transport(_)) => last = error,
+            answered => return answered,
+        }
+    }
+    Err(last)
+}
+
+/// The data directory's daemon log.
+pub fn log_path(data_dir: &Path) -> PathBuf {
+    data_dir.join(DAEMON_LOG)
+}

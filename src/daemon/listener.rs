@@ -1,0 +1,253 @@
+//! Binding the daemon's endpoint, and the locks that keep two daemons apart.
+//!
+//! - `<data>/memoreed.lock` (0600) is held exclusively for the daemon's lifetime, so two
+//!   daemons never share a store, whatever endpoints they listen on.
+//! - A Unix endpoint is guarded by `<socket>.lock` (0600). With that lock held, an existing
+//!   socket file is probed: one that accepts belongs to a live daemon and is left alone,
+//!   one that refuses is stale and is replaced, anything that is not a socket is refused.
+//! - The socket is created with mode 0600 from the start (its mode is set on the socket
+//!   before `bind` where the platform allows, and again on the path after it).
+//!
+//! **Invariant:** the socket file is removed on shutdown only if it is still the one this
+//! process bound; the lock files stay on disk and are released by closing them.
+
+use std::fs::{File, OpenOptions, Permissions};
+use std::io;
+use std::net::TcpListener as StdTcpListener;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::net::UnixListener as StdUnixListener;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
+
+use super::DaemonError;
+use crate::client::socket::{connect_unix, unix_addr, unix_socket};
+use crate::fsutil::PRIVATE_FILE_MODE;
+use crate::paths::{DAEMON_LOCK, Endpoint, socket_lock_path};
+
+/// How long an existing socket may take to accept or refuse a probe connection.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The listen backlog.
+const BACKLOG: libc::c_int = 128;
+
+/// The exclusive lock on a data directory, held while the value lives.
+#[derive(Debug)]
+pub struct DataDirLock {
+    _file: File,
+}
+
+impl DataDirLock {
+    /// Takes `<data_dir>/memoreed.lock` without waiting.
+    pub fn acquire(data_dir: &Path) -> Result<DataDirLock, DaemonError> {
+        let path = data_dir.join(DAEMON_LOCK);
+        let file = try_lock(&path).map_err(|e| match e {
+            LockError::Held => DaemonError::DataDirLocked { path: path.clone() },
+            LockError::Io(e) => DaemonError::io("lock", path.display(), e),
+        })?;
+        Ok(DataDirLock { _file: file })
+    }
+}
+
+enum LockError {
+    Held,
+    Io(io::Error),
+}
+
+/// Opens (creating 0600, never through a symbolic link) and exclusively locks `path`.
+fn try_lock(path: &Path) -> Result<File, LockError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(PRIVATE_FILE_MODE)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(LockError::Io)?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(LockError::Held),
+        Err(std::fs::TryLockError::Error(e)) => Err(LockError::Io(e)),
+    }
+}
+
+/// A bound listener that has not been handed to the async runtime yet.
+#[derive(Debug)]
+pub(super) struct Bound {
+    listener: StdListener,
+    endpoint: Endpoint,
+    socket: Option<SocketGuard>,
+}
+
+#[derive(Debug)]
+enum StdListener {
+    Unix(StdUnixListener),
+    Tcp(StdTcpListener),
+}
+
+impl Bound {
+    /// The endpoint actually bound (a TCP port 0 resolved).
+    pub(super) fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// Registers the listener with the current tokio runtime.
+    pub(super) fn into_async(self) -> Result<(Listener, Option<SocketGuard>), DaemonError> {
+        let endpoint = self.endpoint;
+        let listener = match self.listener {
+            StdListener::Unix(l) => UnixListener::from_std(l).map(Listener::Unix),
+            StdListener::Tcp(l) => TcpListener::from_std(l).map(Listener::Tcp),
+        }
+        .map_err(|e| DaemonError::io("listen on", &endpoint, e))?;
+        Ok((listener, self.socket))
+    }
+}
+
+/// The async listener.
+pub(super) enum Listener {
+    Unix(UnixListener),
+    Tcp(TcpListener),
+}
+
+/// One accepted connection.
+pub(super) enum Conn {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Listener {
+    pub(super) async fn accept(&self) -> io::Result<Conn> {
+        match self {
+            Listener::Unix(l) => l.accept().await.map(|(s, _)| Conn::Unix(s)),
+            Listener::Tcp(l) => {
+                let (stream, _) = l.accept().await?;
+                stream.set_nodelay(true)?;
+                Ok(Conn::Tcp(stream))
+            }
+        }
+    }
+}
+
+/// Owns a bound Unix socket path: holds its lock and removes the socket file on drop.
+#[derive(Debug)]
+pub(super) struct SocketGuard {
+    path: PathBuf,
+    identity: (u64, u64),
+    _lock: File,
+}
+
+impl Drop for SocketGuard {
+    fn drop(&mut self) {
+        // Remove the path only if it is still the socket we bound.
+        if let Ok(meta) = std::fs::symlink_metadata(&self.path)
+            && (meta.dev(), meta.ino()) == self.identity
+            && let Err(error) = std::fs::remove_file(&self.path)
+        {
+            tracing::warn!(%error, path = %self.path.display(), "could not remove the socket file");
+        }
+    }
+}
+
+/// Binds `endpoint`: a Unix socket with its lock and stale-socket handling, or TCP.
+pub(super) fn bind(endpoint: &Endpoint) -> Result<Bound, DaemonError> {
+    match endpoint {
+        Endpoint::Unix(path) => bind_unix(path),
+        Endpoint::Tcp(addr) => {
+            let listener = StdTcpListener::bind(addr).map_err(|e| DaemonError::io("bind", endpoint, e))?;
+            listener
+                .set_nonblocking(true)
+                .map_err(|e| DaemonError::io("configure", endpoint, e))?;
+            let local = listener
+                .local_addr()
+                .map_err(|e| DaemonError::io("inspect", endpoint, e))?;
+            Ok(Bound {
+                listener: StdListener::Tcp(listener),
+                endpoint: Endpoint::Tcp(local),
+                socket: None,
+            })
+        }
+    }
+}
+
+fn bind_unix(path: &Path) -> Result<Bound, DaemonError> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| DaemonError::io("create directory", parent.display(), e))?;
+    }
+    let lock_path = socket_lock_path(path);
+    let lock = try_lock(&lock_path).map_err(|e| match e {
+        LockError::Held => DaemonError::EndpointLocked {
+            socket: path.to_path_buf(),
+            lock: lock_path.clone(),
+        },
+        LockError::Io(e) => DaemonError::io("lock", lock_path.display(), e),
+    })?;
+    clear_stale_socket(path)?;
+    let listener = listen_unix(path).map_err(|e| DaemonError::io("bind", path.display(), e))?;
+    std::fs::set_permissions(path, Permissions::from_mode(PRIVATE_FILE_MODE))
+        .map_err(|e| DaemonError::io("set permissions on", path.display(), e))?;
+    let meta = std::fs::symlink_metadata(path).map_err(|e| DaemonError::io("inspect", path.display(), e))?;
+    Ok(Bound {
+        listener: StdListener::Unix(listener),
+        endpoint: Endpoint::Unix(path.to_path_buf()),
+        socket: Some(SocketGuard {
+            path: path.to_path_buf(),
+            identity: (meta.dev(), meta.ino()),
+            _lock: lock,
+        }),
+    })
+}
+
+/// Leaves the path free for `bind`, or explains why it cannot be.
+fn clear_stale_socket(path: &Path) -> Result<(), DaemonError> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(DaemonError::io("inspect", path.display(), e)),
+    };
+    if !meta.file_type().is_socket() {
+        return Err(DaemonError::NotASocket {
+            path: path.to_path_buf(),
+        });
+    }
+    match connect_unix(path, PROBE_TIMEOUT) {
+        Ok(_) => Err(DaemonError::AlreadyServing {
+            path: path.to_path_buf(),
+        }),
+        Err(e) if e.kind() == io::ErrorKind::TimedOut => Err(DaemonError::ProbeTimedOut {
+            path: path.to_path_buf(),
+            limit: PROBE_TIMEOUT,
+        }),
+        Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {
+            tracing::info!(path = %path.display(), "removing a stale socket");
+            match std::fs::remove_file(path) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(DaemonError::io("remove the stale socket", path.display(), e)),
+            }
+        }
+        Err(e) => Err(DaemonError::io("probe", path.display(), e)),
+    }
+}
+
+/// Creates, binds and listens on a Unix socket whose file is owner-only from the start.
+fn listen_unix(path: &Path) -> io::Result<StdUnixListener> {
+    let (addr, len) = unix_addr(path)?;
+    let fd = unix_socket()?;
+    // On Linux the socket file takes its mode from the socket inode, so this closes the
+    // window between bind and chmod; elsewhere it may fail and the chmod after bind rules.
+    // SAFETY: `fd` is a valid open descriptor.
+    let _ = unsafe { libc::fchmod(fd.as_raw_fd(), PRIVATE_FILE_MODE as libc::mode_t) };
+    // SAFETY: `addr` is an initialised `sockaddr_un` and `len` does not exceed its size.
+    if unsafe { libc::bind(fd.as_raw_fd(), (&raw const addr).cast::<libc::sockaddr>(), len) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a bound stream socket.
+    if unsafe { libc::listen(fd.as_raw_fd(), BACKLOG) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let listener = StdUnixListener::from(fd);
+    listener.set_nonblocking(true)?;
+    Ok(listener)
+}

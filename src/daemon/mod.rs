@@ -1,0 +1,390 @@
+//! The daemon: an async shell that moves frames between sockets and the synchronous
+//! [`Service`]. It knows nothing about operations.
+//!
+//! - [`listener`] binds the endpoint: data-dir lock, endpoint lock, stale-socket handling
+//!   and owner-only permissions.
+//! - `connection` runs one connection: frames in, `spawn_blocking(Service::handle_json)`,
+//!   frames out, every step under a timeout. A connection may carry several requests in
+//!   sequence.
+//! - [`shutdown`] turns SIGINT/SIGTERM into a graceful stop.
+//!
+//! This module owns the accept loop and the connection limit: at most
+//! `max_connections` connections are served at once (capabilities reports the limit); a
+//! connection over it is answered with a retryable `TRANSPORT_ERROR` envelope whose
+//! `details.reason` is `connection_limit`, then closed.
+//!
+//! **Invariants:** the daemon never looks inside a request beyond its frame; every frame
+//! that was read gets exactly one response frame (error envelopes included) unless the
+//! connection broke; no SQLite call runs on the async reactor; on shutdown the socket file
+//! is removed and queued writes finish before the process exits.
+
+mod connection;
+pub mod listener;
+pub mod shutdown;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::sync::{Semaphore, oneshot, watch};
+
+use crate::client::socket::CONNECTION_LIMIT_REASON;
+use crate::fsutil::FsError;
+use crate::paths::{Endpoint, LAYOUT_ENTRIES};
+use crate::protocol::limits::{MAX_CONCURRENT_CONNECTIONS, MAX_FRAME_BYTES};
+use crate::protocol::{ErrorBody, ErrorCode};
+use crate::service::{Runtime, Service, ServiceError, error_body};
+use crate::store::Store;
+
+/// Connections refused with a busy envelope that may be in flight at once; beyond this a
+/// refused connection is closed without a reply.
+const MAX_PENDING_REFUSALS: usize = 64;
+
+/// Server-side time limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServerTimeouts {
+    /// Reading one whole frame, and waiting for a connection's first frame (30 s).
+    pub read: Duration,
+    /// Writing one response frame (30 s).
+    pub write: Duration,
+    /// Waiting for the next request on a connection that already carried one (5 s).
+    pub idle: Duration,
+    /// Draining what a peer still sends after an early error reply, so the reply is not
+    /// lost to a connection reset (2 s).
+    pub linger: Duration,
+    /// Waiting for in-flight connections on shutdown (10 s).
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ServerTimeouts {
+    fn default() -> ServerTimeouts {
+        ServerTimeouts {
+            read: Duration::from_secs(30),
+            write: Duration::from_secs(30),
+            idle: Duration::from_secs(5),
+            linger: Duration::from_secs(2),
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// What to serve and where.
+#[derive(Clone, Debug)]
+pub struct DaemonConfig {
+    pub listen: Endpoint,
+    pub data_dir: PathBuf,
+    /// A runtime directory to create (or tighten) to 0700 before binding: the default
+    /// runtime dir when no `--listen` was given.
+    pub private_runtime_dir: Option<PathBuf>,
+    /// Lifts the refusal to listen on a non-loopback TCP address.
+    pub allow_non_loopback_tcp: bool,
+    pub max_connections: usize,
+    pub max_frame_bytes: usize,
+    pub timeouts: ServerTimeouts,
+}
+
+impl DaemonConfig {
+    pub fn new(listen: Endpoint, data_dir: impl Into<PathBuf>) -> DaemonConfig {
+        DaemonConfig {
+            listen,
+            data_dir: data_dir.into(),
+            private_runtime_dir: None,
+            allow_non_loopback_tcp: false,
+            max_connections: MAX_CONCURRENT_CONNECTIONS,
+            max_frame_bytes: MAX_FRAME_BYTES,
+            timeouts: ServerTimeouts::default(),
+        }
+    }
+}
+
+/// Why the daemon could not start (or failed while stopping).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DaemonError {
+    #[error(
+        "refusing to listen on non-loopback address {addr}: the daemon has no authentication; pass --dangerously-allow-non-loopback-tcp to allow it"
+    )]
+    NonLoopback { addr: SocketAddr },
+    #[error("another Memoree daemon owns {}: the data-directory lock is held", path.display())]
+    DataDirLocked { path: PathBuf },
+    #[error("another daemon owns Unix endpoint {}: its lock {} is held", socket.display(), lock.display())]
+    EndpointLocked { socket: PathBuf, lock: PathBuf },
+    #[error("a daemon is already accepting connections on {}", path.display())]
+    AlreadyServing { path: PathBuf },
+    #[error("the socket {} neither accepted nor refused a connection within {} seconds; not replacing it", path.display(), limit.as_secs())]
+    ProbeTimedOut { path: PathBuf, limit: Duration },
+    #[error("refusing to replace {}: it exists and is not a socket", path.display())]
+    NotASocket { path: PathBuf },
+    #[error(transparent)]
+    Fs(#[from] FsError),
+    #[error("cannot open the store: {0}")]
+    Store(#[source] ServiceError),
+    #[error("failed to {action} {target}: {source}")]
+    Io {
+        action: &'static str,
+        target: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl DaemonError {
+    pub(crate) fn io(action: &'static str, target: impl std::fmt::Display, source: std::io::Error) -> DaemonError {
+        DaemonError::Io {
+            action,
+            target: target.to_string(),
+            source,
+        }
+    }
+
+    /// The wire code reported for this failure.
+    pub fn code(&self) -> ErrorCode {
+        self.to_error_body().code
+    }
+
+    /// The error body `memoree serve` prints for this failure.
+    pub fn to_error_body(&self) -> ErrorBody {
+        match self {
+            DaemonError::Store(error) => error_body(error),
+            DaemonError::NonLoopback { .. } | DaemonError::NotASocket { .. } | DaemonError::Fs(_) => {
+                ErrorBody::new(ErrorCode::ConfigError, format!("configuration error: {self}"))
+            }
+            DaemonError::DataDirLocked { .. }
+            | DaemonError::EndpointLocked { .. }
+            | DaemonError::AlreadyServing { .. }
+            | DaemonError::ProbeTimedOut { .. }
+            | DaemonError::Io { .. } => ErrorBody::new(ErrorCode::TransportError, format!("transport error: {self}")),
+        }
+    }
+}
+
+/// The error body of the envelope a connection over the limit receives.
+pub fn busy_error_body(max_connections: usize) -> ErrorBody {
+    ErrorBody::new(
+        ErrorCode::TransportError,
+        format!(
+            "transport error: connection limit reached: the daemon serves at most {max_connections} connections at once"
+        ),
+    )
+    .with_retryable(true)
+    .with_hint("Retry the same request shortly, with backoff.")
+    .with_details(json!({"reason": CONNECTION_LIMIT_REASON, "max_connections": max_connections}))
+}
+
+/// Everything acquired before serving; dropping it releases the locks and removes the
+/// socket file.
+struct Prepared {
+    service: Service,
+    bound: listener::Bound,
+    _data_lock: listener::DataDirLock,
+    config: DaemonConfig,
+}
+
+/// Checks the policy, locks the data dir, opens the store and binds, in that order.
+fn prepare(config: &DaemonConfig) -> Result<Prepared, DaemonError> {
+    if let Endpoint::Tcp(addr) = &config.listen
+        && !config.listen.is_loopback()
+        && !config.allow_non_loopback_tcp
+    {
+        return Err(DaemonError::NonLoopback { addr: *addr });
+    }
+    crate::fsutil::ensure_private_dir(&config.data_dir, LAYOUT_ENTRIES)?;
+    let data_lock = listener::DataDirLock::acquire(&config.data_dir)?;
+    if let Some(runtime_dir) = &config.private_runtime_dir {
+        crate::fsutil::ensure_private_dir(runtime_dir, LAYOUT_ENTRIES)?;
+    }
+    let store = Store::open(&config.data_dir).map_err(|e| DaemonError::Store(e.into()))?;
+    let runtime = Runtime {
+        daemon_pid: Some(std::process::id()),
+    };
+    let service = Service::new(store, runtime);
+    let bound = listener::bind(&config.listen)?;
+    tracing::info!(endpoint = %bound.endpoint(), pid = std::process::id(), "memoree daemon listening");
+    Ok(Prepared {
+        service,
+        bound,
+        _data_lock: data_lock,
+        config: config.clone(),
+    })
+}
+
+/// Serves until SIGINT or SIGTERM, then shuts down cleanly. This is `memoree serve`.
+pub fn run(config: DaemonConfig) -> Result<(), DaemonError> {
+    let runtime = build_runtime()?;
+    let grace = config.timeouts.shutdown_grace;
+    let result = runtime.block_on(async {
+        // Handlers go in before the socket exists, so a signal can never skip the cleanup.
+        let signals = shutdown::Signals::install().map_err(|e| DaemonError::io("install", "signal handlers", e))?;
+        let prepared = prepare(&config)?;
+        serve(prepared, signals.recv()).await
+    });
+    runtime.shutdown_timeout(grace);
+    result
+}
+
+/// A daemon serving on a background thread: for tests, benches and embedding.
+#[derive(Debug)]
+pub struct DaemonHandle {
+    endpoint: Endpoint,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<Result<(), DaemonError>>>,
+}
+
+impl DaemonHandle {
+    /// The bound endpoint (for `tcp://…:0`, the port actually chosen).
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// Stops accepting, lets in-flight requests finish, removes the socket and waits.
+    pub fn shutdown(mut self) -> Result<(), DaemonError> {
+        self.stop_and_join()
+    }
+
+    fn stop_and_join(&mut self) -> Result<(), DaemonError> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.thread.take().map(JoinHandle::join) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(DaemonError::io(
+                "run",
+                "the daemon thread",
+                std::io::Error::other("the daemon thread panicked"),
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for DaemonHandle {
+    fn drop(&mut self) {
+        let _ = self.stop_and_join();
+    }
+}
+
+/// Binds and serves on a background thread until [`DaemonHandle::shutdown`].
+pub fn start(config: DaemonConfig) -> Result<DaemonHandle, DaemonError> {
+    let prepared = prepare(&config)?;
+    let endpoint = prepared.bound.endpoint().clone();
+    let runtime = build_runtime()?;
+    let (stop, stopped) = oneshot::channel::<()>();
+    let grace = config.timeouts.shutdown_grace;
+    let thread = std::thread::Builder::new()
+        .name("memoreed".to_owned())
+        .spawn(move || {
+            let result = runtime.block_on(serve(prepared, async {
+                let _ = stopped.await;
+            }));
+            runtime.shutdown_timeout(grace);
+            result
+        })
+        .map_err(|e| DaemonError::io("spawn", "the daemon thread", e))?;
+    Ok(DaemonHandle {
+        endpoint,
+        stop: Some(stop),
+        thread: Some(thread),
+    })
+}
+
+/// One thread runs all socket I/O; every request is served on the blocking pool. With
+/// nothing blocking on the reactor a single I/O thread suffices, and it avoids the
+/// cross-worker wakeups of a work-stealing runtime (measurably faster round trips on small
+/// machines; see `benches/transport.rs`).
+fn build_runtime() -> Result<tokio::runtime::Runtime, DaemonError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .thread_name("memoreed-blocking")
+        .build()
+        .map_err(|e| DaemonError::io("start", "the async runtime", e))
+}
+
+/// The accept loop: admits connections under the limit until `shutdown` completes, then
+/// drains them and stops the store.
+async fn serve(prepared: Prepared, shutdown: impl Future<Output = ()>) -> Result<(), DaemonError> {
+    let Prepared {
+        service,
+        bound,
+        _data_lock,
+        config,
+    } = prepared;
+    let (listener, socket_guard) = bound.into_async()?;
+    let ctx = Arc::new(connection::Ctx {
+        service: service.clone(),
+        timeouts: config.timeouts,
+        max_frame_bytes: config.max_frame_bytes,
+        max_connections: config.max_connections,
+    });
+    let permits = Arc::new(Semaphore::new(config.max_connections));
+    let refusals = Arc::new(Semaphore::new(MAX_PENDING_REFUSALS));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(conn) => admit(conn, &ctx, &permits, &refusals, &stop_rx),
+                Err(error) => {
+                    tracing::warn!(%error, "accept failed");
+                    // Out of descriptors or memory: back off instead of spinning.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+        }
+    }
+    tracing::info!("shutting down");
+    drop(listener);
+    drop(socket_guard);
+    let _ = stop_tx.send(true);
+    let drained = tokio::time::timeout(config.timeouts.shutdown_grace, async {
+        let _ = permits.acquire_many(config.max_connections as u32).await;
+        let _ = refusals.acquire_many(MAX_PENDING_REFUSALS as u32).await;
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!("connections still busy after the shutdown grace period; stopping anyway");
+    }
+    // Queued mutations finish and commit before the writer stops.
+    let _ = tokio::task::spawn_blocking(move || service.store().shutdown()).await;
+    Ok(())
+}
+
+fn admit(
+    conn: listener::Conn,
+    ctx: &Arc<connection::Ctx>,
+    permits: &Arc<Semaphore>,
+    refusals: &Arc<Semaphore>,
+    stop: &watch::Receiver<bool>,
+) {
+    match Arc::clone(permits).try_acquire_owned() {
+        Ok(permit) => {
+            let ctx = Arc::clone(ctx);
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                connection::serve(conn, &ctx, stop).await;
+                drop(permit);
+            });
+        }
+        Err(_) => {
+            tracing::warn!(
+                max_connections = ctx.max_connections,
+                "connection limit reached; refusing a connection"
+            );
+            if let Ok(permit) = Arc::clone(refusals).try_acquire_owned() {
+                let ctx = Arc::clone(ctx);
+                tokio::spawn(async move {
+                    connection::refuse_busy(conn, &ctx).await;
+                    drop(permit);
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
