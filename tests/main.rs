@@ -6,5 +6,6 @@ mod cli;
 mod context;
 mod daemon;
 mod remember;
+mod sweep;
 mod wrappers;
 mod wrappers_more;
