@@ -20,6 +20,11 @@ pub type Vars = BTreeMap<String, Value>;
 /// reports when a request is too broken to carry one.
 pub const FALLBACK_REQUEST_ID_VAR: &str = "fallback_request_id";
 
+/// The variable naming a fresh, empty directory (an absolute path) that the runner creates
+/// for each trial and removes, with everything in it, when the trial ends. Cases use it to
+/// name paths that must not exist yet, e.g. a `backup.create` destination.
+pub const TMPDIR_VAR: &str = "tmpdir";
+
 /// One parsed case file.
 #[derive(Debug)]
 pub struct Case {
@@ -97,12 +102,22 @@ impl Case {
 
     /// Runs every step in order on a fresh store of `transport`.
     pub fn run(&self, transport: &dyn Transport, schemas: Option<&Schemas>) -> Result<(), String> {
+        // Declared before the session, so the session (and its store) goes first on drop.
+        let tmpdir = tempfile::Builder::new()
+            .prefix("memoree-conformance-tmpdir-")
+            .tempdir()
+            .map_err(|e| format!("cannot create the case's {{{{{TMPDIR_VAR}}}}}: {e}"))?;
+        let tmpdir_path = std::path::absolute(tmpdir.path()).map_err(|e| format!("{{{{{TMPDIR_VAR}}}}}: {e}"))?;
         let mut session = transport.start()?;
         let mut vars = Vars::new();
         vars.insert(
             FALLBACK_REQUEST_ID_VAR.to_owned(),
             Value::String(transport.fallback_request_id().to_owned()),
         );
+        let tmpdir_text = tmpdir_path
+            .to_str()
+            .ok_or_else(|| format!("{{{{{TMPDIR_VAR}}}}} is not UTF-8: {}", tmpdir_path.display()))?;
+        vars.insert(TMPDIR_VAR.to_owned(), Value::String(tmpdir_text.to_owned()));
         for (index, step) in self.steps.iter().enumerate() {
             let outgoing = match (&step.request, &step.raw) {
                 (Some(template), _) => {

@@ -121,3 +121,38 @@ fn memoree_call_attaches_the_marker_context_and_never_invents_a_key() {
     assert_eq!((output.status.code(), code(&body)), (Some(2), "INVALID_REQUEST"));
     assert!(body["error"]["message"].as_str().unwrap().contains("idempotency_key"));
 }
+
+#[test]
+fn demo_runs_an_end_to_end_session_in_a_throw_away_home() {
+    let home = TempHome::new();
+    let (status, body) = home.run_cli(&["demo"]);
+    assert_eq!(status, 0, "{body}");
+    let steps = body["result"]["steps"].as_array().unwrap();
+    let ops: Vec<&str> = steps.iter().map(|s| s["request"]["op"].as_str().unwrap()).collect();
+    assert_eq!(
+        ops,
+        [
+            "artifact.put",
+            "claim.assert",
+            "artifact.get",
+            "claim.get",
+            "memory.recall",
+            "context.build"
+        ]
+    );
+    assert!(steps.iter().all(|s| s["response"]["ok"] == true));
+    let recall = &steps[4]["response"]["result"];
+    assert_eq!(recall["presence"], "claims");
+    assert_eq!(recall["claims"][0]["evidence"][0]["excerpt"], "SQLite authoritative");
+    let bundle = &steps[5]["response"]["result"];
+    assert!(bundle["used_bytes"].as_u64().unwrap() <= 2048);
+    let demo_home = body["result"]["home"].as_str().unwrap();
+    assert!(
+        !std::path::Path::new(demo_home).exists(),
+        "the throw-away home is removed"
+    );
+    assert!(
+        !home.home.join("data").exists(),
+        "the demo never touches the user's store"
+    );
+}

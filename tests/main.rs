@@ -9,4 +9,6 @@ mod daemon;
 mod faults;
 mod remember;
 mod retry_storm;
+mod sweep;
 mod wrappers;
+mod wrappers_more;

@@ -1,6 +1,7 @@
 //! `memoree demo`: an end-to-end session on a throw-away home, printed as one envelope.
 //!
-//! It stores an artifact and a claim grounded in an exact span of it, then reads both back,
+//! It stores an artifact and a claim grounded in an exact span of it, reads both back, then
+//! recalls them (read-your-writes via `min_commit_seq`) and builds a cited context bundle,
 //! so a fresh checkout can see the whole write/read path work with no configuration.
 
 use serde_json::{Value, json};
@@ -58,5 +59,15 @@ fn session() -> Result<Value, Response> {
         json!({"v": 1, "request_id": "req_demo_get", "op": "artifact.get", "input": {"artifact_id": put["artifact_id"]}}),
     )?;
     step(json!({"v": 1, "request_id": "req_demo_claim", "op": "claim.get", "input": {"claim_id": claim["claim_id"]}}))?;
+    // Retrieval: the read-your-writes recall an agent makes before acting, and the bounded,
+    // cited context bundle it would hand to a model.
+    step(json!({
+        "v": 1, "request_id": "req_demo_recall", "op": "memory.recall", "context": context, "context_source": "explicit",
+        "input": {"query": "which store is authoritative?", "min_commit_seq": claim["commit_seq"]}
+    }))?;
+    step(json!({
+        "v": 1, "request_id": "req_demo_context", "op": "context.build", "context": context, "context_source": "explicit",
+        "input": {"query": "authoritative store design", "max_bytes": 2048}
+    }))?;
     Ok(json!({"home": home.path().display().to_string(), "home_removed": true, "steps": steps}))
 }

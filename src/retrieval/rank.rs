@@ -421,6 +421,27 @@ mod tests {
         }
 
         #[test]
+        fn ineligible_items_never_rise(list in lexical_list()) {
+            for (lexical, (input, ranked)) in list.iter().zip(rerank(&list, true)).enumerate() {
+                if !input.eligible {
+                    prop_assert!(ranked.final_position >= lexical);
+                }
+            }
+        }
+
+        #[test]
+        fn an_item_passes_another_only_with_a_strictly_greater_score(list in lexical_list()) {
+            let ranked = rerank(&list, true);
+            for later in 0..ranked.len() {
+                for earlier in 0..later {
+                    if ranked[later].final_position < ranked[earlier].final_position {
+                        prop_assert!(ranked[later].score > ranked[earlier].score);
+                    }
+                }
+            }
+        }
+
+        #[test]
         fn disabled_recency_is_the_identity(list in lexical_list()) {
             let ranked = rerank(&list, false);
             prop_assert_eq!(positions(&ranked), (0..list.len()).collect::<Vec<_>>());

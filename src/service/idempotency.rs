@@ -44,6 +44,8 @@ pub fn key_for(request: &Request, context: &AmbientContext, caller_key: &str) ->
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
     use crate::protocol::Operation;
 
@@ -82,5 +84,215 @@ mod tests {
         let ra = Request::new("r", Operation::ClaimAssert, a);
         let rb = Request::new("r", Operation::ClaimAssert, b);
         assert_eq!(fingerprint(&ra), fingerprint(&rb));
+    }
+
+    /// A JSON document kept as source tokens, so two renderings can differ only in key
+    /// order and whitespace while every literal stays byte-identical.
+    #[derive(Clone, Debug)]
+    enum Doc {
+        Literal(String),
+        Array(Vec<Doc>),
+        Object(Vec<(String, Doc)>),
+    }
+
+    fn literal() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("null".to_owned()),
+            Just("true".to_owned()),
+            Just("false".to_owned()),
+            any::<i64>().prop_map(|n| n.to_string()),
+            any::<u64>().prop_map(|n| n.to_string()),
+            (-1000i32..1000, 1u32..1000).prop_map(|(a, b)| format!("{a}.{b}")),
+            Just("1e3".to_owned()),
+            Just("-0.0".to_owned()),
+            "\\PC{0,8}".prop_map(|s| serde_json::to_string(&s).unwrap()),
+            Just(r#""\u00e9\n\"""#.to_owned()),
+        ]
+    }
+
+    fn doc() -> impl Strategy<Value = Doc> {
+        literal().prop_map(Doc::Literal).prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Doc::Array),
+                prop::collection::btree_map("[a-z_é]{0,6}", inner, 0..4)
+                    .prop_map(|map| Doc::Object(map.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// Renders `doc`; `shuffle` reverses and rotates keys, `gap` goes between tokens.
+    fn render(doc: &Doc, shuffle: bool, gap: &str, out: &mut String) {
+        match doc {
+            Doc::Literal(text) => out.push_str(text),
+            Doc::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(gap);
+                        out.push(',');
+                    }
+                    out.push_str(gap);
+                    render(item, shuffle, gap, out);
+                }
+                out.push_str(gap);
+                out.push(']');
+            }
+            Doc::Object(entries) => {
+                let mut entries: Vec<&(String, Doc)> = entries.iter().collect();
+                if shuffle && !entries.is_empty() {
+                    entries.reverse();
+                    let mid = entries.len() / 2;
+                    entries.rotate_left(mid);
+                }
+                out.push('{');
+                for (i, (key, value)) in entries.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(gap);
+                    out.push_str(&serde_json::to_string(key).unwrap());
+                    out.push_str(gap);
+                    out.push(':');
+                    out.push_str(gap);
+                    render(value, shuffle, gap, out);
+                }
+                out.push_str(gap);
+                out.push('}');
+            }
+        }
+    }
+
+    fn parse(input: &str, request_id: &str, key: &str, source: &str) -> Request {
+        serde_json::from_str(&format!(
+            r#"{{"request_id":"{request_id}","op":"artifact.put","idempotency_key":"{key}",
+                "context_source":"{source}","input":{input},
+                "context":{{"workspace_id":"w","project_id":"p","pins":["art_1"]}}}}"#
+        ))
+        .unwrap()
+    }
+
+    /// Pointers to every leaf (scalar, empty array or empty object) of a value.
+    fn leaves(value: &Value, at: String, out: &mut Vec<String>) {
+        match value {
+            Value::Array(items) if !items.is_empty() => {
+                for (i, item) in items.iter().enumerate() {
+                    leaves(item, format!("{at}/{i}"), out);
+                }
+            }
+            Value::Object(map) if !map.is_empty() => {
+                for (key, item) in map {
+                    let key = key.replace('~', "~0").replace('/', "~1");
+                    leaves(item, format!("{at}/{key}"), out);
+                }
+            }
+            _ => out.push(at),
+        }
+    }
+
+    fn id() -> impl Strategy<Value = String> {
+        "[a-zA-Z0-9_\\-:./é東]{1,10}"
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn key_order_and_whitespace_never_change_the_fingerprint(
+            input in doc(),
+            gap in "[ \t\n\r]{0,3}",
+        ) {
+            let mut compact = String::new();
+            render(&input, false, "", &mut compact);
+            let mut spaced = String::new();
+            render(&input, true, &gap, &mut spaced);
+            let wrapped = Doc::Object(vec![("x".to_owned(), input)]);
+            let mut nested = String::new();
+            render(&wrapped, true, &gap, &mut nested);
+            let a = parse(&compact, "r1", "k1", "explicit");
+            let b = parse(&spaced, "r1", "k1", "explicit");
+            prop_assert_eq!(fingerprint(&a), fingerprint(&b), "{} vs {}", compact, spaced);
+            let c = parse(&format!("{gap}{{{gap}\"x\"{gap}:{compact}}}"), "r", "k", "none");
+            prop_assert_eq!(fingerprint(&c), fingerprint(&parse(&nested, "r", "k", "none")));
+        }
+
+        #[test]
+        fn request_id_key_and_context_source_are_not_identity(
+            input in doc(),
+            request_id in "[a-z0-9]{1,8}",
+            key in "[a-z0-9]{1,8}",
+            source in prop::sample::select(vec!["explicit", "session", "marker", "personal", "none"]),
+        ) {
+            let mut text = String::new();
+            render(&input, false, "", &mut text);
+            let base = parse(&text, "r0", "k0", "none");
+            let other = parse(&text, &request_id, &key, source);
+            prop_assert_eq!(fingerprint(&base), fingerprint(&other));
+        }
+
+        #[test]
+        fn changing_any_leaf_of_the_input_changes_the_fingerprint(
+            input in doc(),
+            pick in any::<prop::sample::Index>(),
+            replacement in literal(),
+        ) {
+            let mut text = String::new();
+            render(&input, false, "", &mut text);
+            let request = parse(&text, "r", "k", "none");
+            let mut pointers = Vec::new();
+            leaves(&request.input, String::new(), &mut pointers);
+            let pointer = &pointers[pick.index(pointers.len())];
+            let replacement: Value = serde_json::from_str(&replacement).unwrap();
+            let mut changed = request.clone();
+            let slot = changed.input.pointer_mut(pointer).unwrap();
+            // Values that encode identically are the same request; any other change is not.
+            let same = serde_json::to_string(slot).unwrap() == serde_json::to_string(&replacement).unwrap();
+            prop_assume!(!same);
+            *slot = replacement;
+            prop_assert_ne!(fingerprint(&request), fingerprint(&changed));
+        }
+
+        #[test]
+        fn op_version_and_every_context_field_are_identity(
+            ws in id(), prj in id(), task in proptest::option::of(id()), component in proptest::option::of(id()),
+            pins in prop::collection::vec(id(), 0..3),
+            which in 0usize..7,
+            other in id(),
+        ) {
+            let context = AmbientContext { workspace_id: ws, project_id: prj, task_id: task, component, pins };
+            let mut a = Request::new("r", Operation::ClaimAssert, json!({"statement": "s"}));
+            a.context = Some(context.clone());
+            let mut b = a.clone();
+            let c = b.context.as_mut().unwrap();
+            match which {
+                0 => { prop_assume!(c.workspace_id != other); c.workspace_id = other }
+                1 => { prop_assume!(c.project_id != other); c.project_id = other }
+                2 => { prop_assume!(c.task_id.as_ref() != Some(&other)); c.task_id = Some(other) }
+                3 => { prop_assume!(c.component.as_ref() != Some(&other)); c.component = Some(other) }
+                4 => c.pins.push(other),
+                5 => b.op = Operation::ClaimRevise,
+                _ => b.v = 2,
+            }
+            prop_assert_ne!(fingerprint(&a), fingerprint(&b));
+            let mut c = a.clone();
+            c.context = None;
+            prop_assert_ne!(fingerprint(&a), fingerprint(&c));
+        }
+
+        #[test]
+        fn the_namespace_is_the_scope_and_ignores_component_and_pins(
+            a in (id(), id(), proptest::option::of(id())),
+            b in (id(), id(), proptest::option::of(id())),
+            component in proptest::option::of(id()),
+            pins in prop::collection::vec(id(), 0..3),
+        ) {
+            let scope = |(ws, prj, task): &(String, String, Option<String>)| AmbientContext {
+                workspace_id: ws.clone(), project_id: prj.clone(), task_id: task.clone(), component: None, pins: vec![],
+            };
+            let (x, y) = (scope(&a), scope(&b));
+            prop_assert_eq!(namespace(&x) == namespace(&y), a == b);
+            let decorated = AmbientContext { component, pins, ..x.clone() };
+            prop_assert_eq!(namespace(&decorated), namespace(&x));
+            prop_assert_eq!(namespace(&x).len(), 32);
+        }
     }
 }

@@ -23,7 +23,8 @@ use serde_json::Value;
 pub use error::{ServiceError, error_body};
 
 use crate::protocol::{
-    AmbientContext, Horizon, Operation, PROTOCOL_VERSION, Request, ResolvedContext, Response, Warning,
+    AmbientContext, Horizon, Operation, PROTOCOL_VERSION, Request, ResolvedContext, Response, TRANSPORT_REQUEST_ID,
+    Warning,
 };
 use crate::protocol::{limits, schema};
 use crate::store::Store;
@@ -182,7 +183,7 @@ impl Service {
             );
         }
         match serde_json::from_value::<Request>(value) {
-            Ok(request) => self.handle(request),
+            Ok(request) => self.respond(request, fallback_request_id),
             Err(e) => failure(
                 &request_id,
                 ServiceError::invalid(format!("invalid request envelope: {e}")),
@@ -192,6 +193,13 @@ impl Service {
 
     /// Serves one parsed request. Never fails: errors become failure envelopes.
     pub fn handle(&self, request: Request) -> Response {
+        self.respond(request, TRANSPORT_REQUEST_ID)
+    }
+
+    /// [`Service::handle`]; a failure for a `request_id` outside 1..=256 bytes carries
+    /// `fallback_request_id` instead, as for a malformed request, so an invalid id is
+    /// never echoed.
+    fn respond(&self, request: Request, fallback_request_id: &str) -> Response {
         match self.serve(&request) {
             Ok(output) => {
                 let mut response = Response::success(&request.request_id, output.result);
@@ -203,7 +211,11 @@ impl Service {
                     .map(|context| ResolvedContext::new(context, request.context_source, output.horizon));
                 response
             }
-            Err(error) => failure(&request.request_id, error),
+            Err(error) => {
+                let id = &request.request_id;
+                let valid = !id.is_empty() && id.len() <= limits::MAX_REQUEST_ID_BYTES;
+                failure(if valid { id } else { fallback_request_id }, error)
+            }
         }
     }
 
@@ -214,6 +226,14 @@ impl Service {
         if op.supports_explicit_horizon() {
             ops::precheck_input(op, &request.input)?;
             horizon = request_horizon(&request.input)?;
+            // A reason is bounded at every horizon, not only where it is required.
+            let reason = request.input.get("reason").and_then(Value::as_str).unwrap_or("");
+            if reason.len() > limits::MAX_REASON_BYTES {
+                return Err(ServiceError::invalid(format!(
+                    "reason must not exceed {} bytes",
+                    limits::MAX_REASON_BYTES
+                )));
+            }
         }
         if op.needs_context() && request.context.is_none() {
             return Err(ServiceError::NoAmbientContext(op.wire_name()));
@@ -224,12 +244,6 @@ impl Service {
                 return Err(ServiceError::invalid(
                     "workspace and personal horizons require a non-empty reason",
                 ));
-            }
-            if reason.len() > limits::MAX_REASON_BYTES {
-                return Err(ServiceError::invalid(format!(
-                    "reason must not exceed {} bytes",
-                    limits::MAX_REASON_BYTES
-                )));
             }
         }
         let call = Call { request };
@@ -271,22 +285,23 @@ fn check_envelope(request: &Request) -> Result<(), ServiceError> {
 }
 
 fn check_context(context: &AmbientContext) -> Result<(), ServiceError> {
-    validate::bounded(
-        "context.workspace_id",
-        &context.workspace_id,
-        limits::MAX_CONTEXT_ID_BYTES,
-    )?;
-    validate::bounded("context.project_id", &context.project_id, limits::MAX_CONTEXT_ID_BYTES)?;
-    validate::optional_bounded(
-        "context.task_id",
-        context.task_id.as_deref(),
-        limits::MAX_CONTEXT_ID_BYTES,
-    )?;
-    validate::optional_bounded(
-        "context.component",
-        context.component.as_deref(),
-        limits::MAX_CONTEXT_ID_BYTES,
-    )?;
+    let ids = [
+        ("context.workspace_id", Some(context.workspace_id.as_str())),
+        ("context.project_id", Some(context.project_id.as_str())),
+        ("context.task_id", context.task_id.as_deref()),
+        ("context.component", context.component.as_deref()),
+    ];
+    for (field, value) in ids {
+        let Some(value) = value else { continue };
+        validate::bounded(field, value, limits::MAX_CONTEXT_ID_BYTES)?;
+        // The idempotency namespace joins the scope ids with NUL separators, so an id
+        // containing NUL could alias another scope's namespace.
+        if value.contains('\0') {
+            return Err(ServiceError::invalid(format!(
+                "{field} must not contain NUL characters"
+            )));
+        }
+    }
     if context.pins.len() > limits::MAX_PINS {
         return Err(ServiceError::invalid(format!(
             "context.pins must not contain more than {} pins",
@@ -319,3 +334,5 @@ mod tests_admin;
 mod tests_graph;
 #[cfg(test)]
 mod tests_retrieval;
+#[cfg(test)]
+mod tests_sweep;

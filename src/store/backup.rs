@@ -21,7 +21,7 @@
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use rusqlite::backup::{Backup, StepResult};
 use rusqlite::{Connection, OpenFlags};
@@ -78,7 +78,8 @@ pub(crate) fn create(
     let staging = tempfile::Builder::new()
         .prefix(STAGING_PREFIX)
         .rand_bytes(6)
-        .tempdir_in(&parent)?;
+        .tempdir_in(&parent)
+        .map_err(|e| unusable(destination, e))?;
     fs::set_permissions(staging.path(), fs::Permissions::from_mode(fsutil::PRIVATE_DIR_MODE))?;
 
     let staged_db = staging.path().join(DB_FILE);
@@ -123,6 +124,11 @@ pub(crate) fn create(
 }
 
 /// Validates the destination and returns its (created if needed) parent directory.
+///
+/// Everything that makes the destination unusable is the caller's `INVALID_REQUEST`: an
+/// existing entry (symbolic links included, never followed), a path into the data
+/// directory, a parent that cannot be a directory, a name the filesystem refuses. Only a
+/// full disk stays an I/O failure (reported as storage full).
 fn check_destination(store: &Store, destination: &Path) -> StoreResult<PathBuf> {
     if !destination.is_absolute() {
         return Err(StoreError::Invalid(format!(
@@ -130,30 +136,56 @@ fn check_destination(store: &Store, destination: &Path) -> StoreResult<PathBuf> 
             destination.display()
         )));
     }
+    // Existence first, so `/` and `/tmp/..` are reported as existing like any other directory.
+    match fs::symlink_metadata(destination) {
+        Ok(_) => {
+            return Err(StoreError::Invalid(format!(
+                "backup destination already exists: {}",
+                destination.display()
+            )));
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(unusable(destination, e)),
+    }
     let (Some(parent), Some(_)) = (destination.parent(), destination.file_name()) else {
         return Err(StoreError::Invalid(format!(
             "backup destination {} does not name a new directory",
             destination.display()
         )));
     };
-    if fs::symlink_metadata(destination).is_ok() {
+    // Checked on the nearest existing ancestor, before any directory is created. The
+    // directories still to be created must be plain names: a `..` after a missing
+    // directory could climb back into a directory that was never checked.
+    let existing = parent.ancestors().find(|dir| dir.exists()).unwrap_or(Path::new("/"));
+    let missing = parent.strip_prefix(existing).unwrap_or(parent);
+    if missing.components().any(|c| !matches!(c, Component::Normal(_))) {
         return Err(StoreError::Invalid(format!(
-            "backup destination already exists: {}",
+            "backup destination {} has `..` after a component that is not an existing directory",
             destination.display()
         )));
     }
-    // Checked on the nearest existing ancestor, before any directory is created.
-    let existing = parent.ancestors().find(|dir| dir.exists()).unwrap_or(Path::new("/"));
     let data_dir = store.data_dir().canonicalize()?;
-    if existing.canonicalize()?.starts_with(&data_dir) {
+    let existing = existing.canonicalize().map_err(|e| unusable(destination, e))?;
+    if existing.starts_with(&data_dir) {
         return Err(StoreError::Invalid(format!(
             "backup destination {} must be outside the data directory {}",
             destination.display(),
             data_dir.display()
         )));
     }
-    fs::create_dir_all(parent)?;
-    Ok(parent.canonicalize()?)
+    fs::create_dir_all(parent).map_err(|e| unusable(destination, e))?;
+    parent.canonicalize().map_err(|e| unusable(destination, e))
+}
+
+/// A destination the filesystem refuses: the caller's error, unless the disk is full.
+fn unusable(destination: &Path, error: io::Error) -> StoreError {
+    if blob::is_storage_full(&error) {
+        return StoreError::Io(error);
+    }
+    StoreError::Invalid(format!(
+        "backup destination {} is not usable: {error}",
+        destination.display()
+    ))
 }
 
 /// Copies the database with the online backup API; returns the snapshot's `commit_seq`.

@@ -193,3 +193,42 @@ proptest! {
         prop_assert_eq!(&plan.rejected[0].failures, &vec![(1, QuoteRejection::Ambiguous)]);
     }
 }
+
+proptest! {
+    #[test]
+    fn a_quote_with_overlapping_occurrences_is_never_accepted(
+        prefix in source_strategy(),
+        suffix in source_strategy(),
+        unit in "[ab😀é]{1,3}",
+        repeats in 1usize..4,
+    ) {
+        // `unit × (repeats + 1)` occurs at offset 0 and again one unit later inside
+        // `unit × (repeats + 2)`: the two occurrences overlap.
+        let quote = unit.repeat(repeats + 1);
+        let source = format!("{prefix}{}{suffix}", unit.repeat(repeats + 2));
+        let plan = compile_plan(&source, &proposal(vec![claim(ClaimType::Fact, "s", &[&quote])])).unwrap();
+        prop_assert!(plan.accepted.is_empty());
+        prop_assert_eq!(&plan.rejected[0].failures, &vec![(1, QuoteRejection::Ambiguous)]);
+    }
+
+    #[test]
+    fn every_accepted_quote_occurs_exactly_once_at_its_span(
+        source in source_strategy(),
+        quotes in prop::collection::vec("[ab😀é]{1,4}", 1..=4),
+    ) {
+        let Ok(plan) = compile_plan(&source, &proposal(vec![claim(ClaimType::Fact, "s", &quotes.iter().map(String::as_str).collect::<Vec<_>>())])) else {
+            return Ok(()); // the same span twice in one claim is a structural error
+        };
+        for planned in &plan.accepted {
+            prop_assert!(planned.evidence.windows(2).all(|w| (w[0].start, w[0].end) < (w[1].start, w[1].end)));
+            for span in &planned.evidence {
+                prop_assert_eq!(&source.as_bytes()[span.start..span.end], span.quote.as_bytes());
+                prop_assert_eq!(source.match_indices(span.quote.as_str()).count(), 1);
+                let overlapping = (0..source.len())
+                    .filter(|&i| source.is_char_boundary(i) && source[i..].starts_with(span.quote.as_str()))
+                    .count();
+                prop_assert_eq!(overlapping, 1);
+            }
+        }
+    }
+}

@@ -326,9 +326,25 @@ fn materialize(mut response: Response, dest: &Path, force: bool) -> Response {
             );
         }
     };
+    // --force replaces a file or a symbolic link, never a directory.
+    if std::fs::symlink_metadata(dest).is_ok_and(|meta| meta.is_dir()) {
+        return fail(
+            ErrorCode::InvalidRequest,
+            format!("invalid request: output {} is a directory; name a file", dest.display()),
+        );
+    }
     if let Some(parent) = dest.parent().filter(|p| !p.as_os_str().is_empty())
         && let Err(e) = std::fs::create_dir_all(parent)
     {
+        if unusable_output(&e) {
+            return fail(
+                ErrorCode::InvalidRequest,
+                format!(
+                    "invalid request: cannot create the output directory {}: {e}",
+                    parent.display()
+                ),
+            );
+        }
         return io_failure(&request_id, format_args!("creating {}", parent.display()), e);
     }
     match fsutil::write_atomic(dest, &bytes, force) {
@@ -342,10 +358,30 @@ fn materialize(mut response: Response, dest: &Path, force: bool) -> Response {
                 ),
             );
         }
+        Err(FsError::Io { source, .. }) if unusable_output(&source) => {
+            return fail(
+                ErrorCode::InvalidRequest,
+                format!("invalid request: cannot write output {}: {source}", dest.display()),
+            );
+        }
         Err(e) => return fail(ErrorCode::InternalError, format!("I/O error: {e}")),
     }
     result.insert("materialized_path".to_owned(), Value::from(dest.display().to_string()));
     response
+}
+
+/// Failures that say the output path itself is unusable (a file where a directory must
+/// be, a name the filesystem refuses): the caller's error, not an I/O fault.
+fn unusable_output(error: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    matches!(
+        error.kind(),
+        ErrorKind::AlreadyExists
+            | ErrorKind::NotADirectory
+            | ErrorKind::IsADirectory
+            | ErrorKind::InvalidInput
+            | ErrorKind::InvalidFilename
+    )
 }
 
 #[cfg(test)]

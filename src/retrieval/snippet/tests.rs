@@ -195,3 +195,20 @@ proptest! {
         prop_assert!(cut.len() + 4 > max.min(text.len()));
     }
 }
+
+proptest! {
+    #[test]
+    fn lossy_spans_never_panic_and_cut_exactly_the_requested_bytes(
+        bytes in prop::collection::vec(any::<u8>(), 0..64),
+        start in prop_oneof![0usize..80, Just(usize::MAX), Just(usize::MAX - 1)],
+        end in prop_oneof![0usize..80, Just(usize::MAX)],
+    ) {
+        match lossy_span(&bytes, start, end) {
+            Some(text) => {
+                prop_assert!(start <= end && end <= bytes.len());
+                prop_assert_eq!(text, String::from_utf8_lossy(&bytes[start..end]).into_owned());
+            }
+            None => prop_assert!(start > end || end > bytes.len()),
+        }
+    }
+}

@@ -76,7 +76,8 @@ pub(super) struct SearchRequest {
 }
 
 impl SearchRequest {
-    /// Checks the query, then the limit, then `min_commit_seq`, in that order.
+    /// Checks the query, the limit and `min_commit_seq`, in that order (the reason is bounded
+    /// for every horizon operation before dispatch).
     pub fn new(input: &SearchInput, context: &AmbientContext) -> Result<SearchRequest, ServiceError> {
         let fts = query(&input.query)?;
         let limit = validate::limit("limit", input.limit, limits::MAX_SEARCH_ITEMS)?;

@@ -4,4 +4,4 @@
 mod context;
 mod recall;
 mod search;
-mod support;
+pub(super) mod support;
