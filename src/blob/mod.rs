@@ -71,6 +71,7 @@ impl BlobStore {
         let root = root.into();
         let tmp = root.join(".tmp");
         fs::create_dir_all(&tmp).map_err(|e| BlobError::io(&tmp, e))?;
+        remove_abandoned_temp_files(&tmp);
         Ok(BlobStore {
             root,
             disk_full: DiskFullFlag::default(),
@@ -187,6 +188,25 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
+/// Scratch files older than this were abandoned by a writer that died mid-write (they are
+/// never published under their temporary name, so removing them loses nothing).
+const ABANDONED_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Best-effort removal of scratch files a killed writer left in `blobs/.tmp`. Only old files
+/// go, so a writer in another process that is mid-write is never disturbed.
+fn remove_abandoned_temp_files(tmp: &Path) {
+    let Ok(entries) = fs::read_dir(tmp) else { return };
+    for entry in entries.flatten() {
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|modified| modified.elapsed().is_ok_and(|age| age > ABANDONED_TEMP_AGE));
+        if old && entry.file_type().is_ok_and(|t| t.is_file()) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
 fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
     file.set_permissions(fs::Permissions::from_mode(0o600))?;
@@ -222,5 +242,26 @@ mod tests {
         assert!(matches!(store.get(&digest, 8), Err(BlobError::DigestMismatch { .. })));
         fs::remove_file(&path).unwrap();
         assert!(matches!(store.get(&digest, 8), Err(BlobError::Missing { .. })));
+    }
+
+    #[test]
+    fn opening_removes_old_abandoned_temp_files_but_keeps_fresh_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("blobs");
+        BlobStore::open(&root).unwrap();
+        let old = root.join(".tmp/abandoned");
+        let fresh = root.join(".tmp/in-flight");
+        fs::write(&old, b"partial").unwrap();
+        fs::write(&fresh, b"partial").unwrap();
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        File::options()
+            .write(true)
+            .open(&old)
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+        BlobStore::open(&root).unwrap();
+        assert!(!old.exists());
+        assert!(fresh.exists());
     }
 }
