@@ -230,7 +230,7 @@ impl BlobStore {
     pub fn get(&self, digest: &Digest, expected_size: u64) -> Result<Vec<u8>, BlobError> {
         let path = self.path_of(digest);
         let stored = read_object(&path, digest, expected_size)?;
-        decode_object(&stored, digest, expected_size)
+        decode_object(stored, digest, expected_size)
     }
 
     /// Verifies a stored blob (streaming: the raw bytes are never held whole).
@@ -271,12 +271,18 @@ pub fn read_object(path: &Path, digest: &Digest, expected_size: u64) -> Result<V
 }
 
 /// Decodes a whole stored CAS object (header and payload) into exactly `expected_size` raw
-/// bytes and verifies their digest.
-pub fn decode_object(stored: &[u8], digest: &Digest, expected_size: u64) -> Result<Vec<u8>, BlobError> {
-    let header = ObjectHeader::parse(stored).map_err(|detail| BlobError::undecodable(digest, detail))?;
+/// bytes and verifies their digest. An identity payload is returned in place, not copied.
+pub fn decode_object(mut stored: Vec<u8>, digest: &Digest, expected_size: u64) -> Result<Vec<u8>, BlobError> {
+    let header = ObjectHeader::parse(&stored).map_err(|detail| BlobError::undecodable(digest, detail))?;
     check_header_size(digest, header, expected_size)?;
-    let bytes = codec::decode(header.encoding, &stored[HEADER_BYTES..], header.raw_size)
-        .map_err(|e| BlobError::from_decode(digest, None, e))?;
+    let bytes = match header.encoding {
+        Encoding::Identity => {
+            stored.drain(..HEADER_BYTES);
+            stored
+        }
+        Encoding::Deflate => codec::decode(header.encoding, &stored[HEADER_BYTES..], header.raw_size)
+            .map_err(|e| BlobError::from_decode(digest, None, e))?,
+    };
     check(digest, expected_size, &bytes)?;
     Ok(bytes)
 }
