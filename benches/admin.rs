@@ -8,11 +8,13 @@
 
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
+#[path = "support/targets.rs"]
+mod targets;
+
 use std::fs;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use memoree::blob::Digest;
 use memoree::fsutil;
 use memoree::service::Service;
 use memoree::store::artifact::{self, BlobRef, NewRevision};
@@ -74,15 +76,11 @@ fn seed(service: &Service, artifacts: usize) {
                         title: format!("Benchmark note {index}"),
                         media_type: "text/plain; charset=utf-8".to_owned(),
                         body_text: artifact::body_text("text/plain", &bytes),
-                        blob: BlobRef {
-                            digest: Digest::of(&bytes),
-                            size: bytes.len() as u64,
-                            inline: Some(bytes),
-                        },
+                        blob: BlobRef::inline(&bytes),
                         provenance_json: "{}".to_owned(),
                         actor: None,
                     };
-                    let (row, _) = artifact::put(tx, &owner(), "note", &new, &json!({}))?;
+                    let (row, _) = artifact::put(tx, &owner(), "note", &new)?;
                     if index % 10 == 0 {
                         let claim = NewClaimRevision {
                             statement: format!("Note {index} says sqlite is authoritative"),
@@ -209,6 +207,27 @@ fn main() {
             took.as_secs_f64(),
             rate(took),
             took.as_secs_f64() / floor.as_secs_f64()
+        );
+    }
+    for (name, took) in [("verify", verify), ("backup.create", backup)] {
+        targets::target(
+            7,
+            &format!("{name} of {artifacts} artifacts ({mb:.1} MB data directory), best of {iterations}"),
+            &format!(
+                "{:.2} s, {:.1} MB/s ({:.2}x plain copy, {:.2}x copy + fsync)",
+                took.as_secs_f64(),
+                rate(took),
+                took.as_secs_f64() / floor.as_secs_f64(),
+                took.as_secs_f64() / floor_synced.as_secs_f64()
+            ),
+            &format!(
+                "plain recursive copy {:.3} s ({:.1} MB/s); with fsync {:.3} s",
+                floor.as_secs_f64(),
+                rate(floor),
+                floor_synced.as_secs_f64()
+            ),
+            "< 10 s",
+            Some(took < Duration::from_secs(10)),
         );
     }
     service.store().shutdown();

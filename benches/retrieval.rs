@@ -16,12 +16,14 @@
 
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
+#[path = "support/targets.rs"]
+mod targets;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion};
-use memoree::blob::Digest;
 use memoree::protocol::Request;
 use memoree::service::{Runtime, Service};
 use memoree::store::Store;
@@ -31,7 +33,7 @@ use memoree::store::scope::Owner;
 use serde_json::{Value, json};
 
 /// Bump when the generator changes so cached corpora are rebuilt.
-const CORPUS_VERSION: u32 = 1;
+const CORPUS_VERSION: u32 = 2;
 const COMMON_WORDS: usize = 300;
 const TOPIC_WORDS_PER_DOC: usize = 10;
 const QUERIES: usize = 64;
@@ -178,11 +180,7 @@ fn seed(data: &Path, size: usize) {
                 let new = NewRevision {
                     title,
                     media_type: "text/markdown".to_owned(),
-                    blob: BlobRef {
-                        digest: Digest::of(&bytes),
-                        size: bytes.len() as u64,
-                        inline: Some(bytes.clone()),
-                    },
+                    blob: BlobRef::inline(&bytes),
                     body_text: Some(String::from_utf8(bytes).unwrap()),
                     provenance_json: "{}".to_owned(),
                     actor: None,
@@ -193,7 +191,7 @@ fn seed(data: &Path, size: usize) {
         store
             .write(move |tx| {
                 for (kind, new, claims, project) in docs {
-                    let (row, _) = artifact::put(tx, &owner(project), &kind, &new, &json!({}))?;
+                    let (row, _) = artifact::put(tx, &owner(project), &kind, &new)?;
                     for mut new_claim in claims {
                         new_claim.evidence = vec![EvidenceRef {
                             artifact_id: row.artifact_id.clone(),
@@ -325,6 +323,33 @@ fn bench_reads(c: &mut Criterion, size: usize) {
     let (search_p50, _) = latency("search", &queries, serve("search"));
     let (recall_p50, recall_p99) = latency("memory.recall", &queries, serve("memory.recall"));
     let (build_p50, _) = latency("context.build", &queries, serve("context.build"));
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let recall_ratio = recall_p50.as_secs_f64() / floor_p50.as_secs_f64();
+    targets::target(
+        6,
+        &format!("memory.recall p50 at {size} artifacts"),
+        &format!("{:.3} ms = {recall_ratio:.2}x floor", ms(recall_p50)),
+        &format!("bare FTS5 MATCH ... ORDER BY bm25 LIMIT: {:.3} ms", ms(floor_p50)),
+        "<= 3x floor and < 10 ms",
+        Some(recall_ratio <= 3.0 && ms(recall_p50) < 10.0),
+    );
+    targets::target(
+        6,
+        &format!("memory.recall p99 at {size} artifacts"),
+        &format!("{:.3} ms", ms(recall_p99)),
+        "-",
+        "< 50 ms",
+        Some(ms(recall_p99) < 50.0),
+    );
+    let build_ratio = build_p50.as_secs_f64() / search_p50.as_secs_f64();
+    targets::target(
+        6,
+        &format!("context.build (16 KiB budget) p50 at {size} artifacts"),
+        &format!("{:.3} ms = {build_ratio:.2}x search", ms(build_p50)),
+        &format!("search p50 {:.3} ms", ms(search_p50)),
+        "<= 2x search",
+        Some(build_ratio <= 2.0),
+    );
     println!(
         "  recall/floor {:.2}x (target ≤ 3x, p50 < 10 ms, p99 < 50 ms: {:.2} / {:.2} ms); build/search {:.2}x (target ≤ 2x)",
         recall_p50.as_secs_f64() / floor_p50.as_secs_f64(),
@@ -399,6 +424,18 @@ fn bench_put_upkeep(c: &mut Criterion) {
     with_samples.sort_unstable();
     without_samples.sort_unstable();
     let (with_p50, without_p50) = (percentile(&with_samples, 0.5), percentile(&without_samples, 0.5));
+    let upkeep = with_p50.as_secs_f64() / without_p50.as_secs_f64();
+    targets::target(
+        6,
+        "artifact.put p50 with FTS upkeep (160-word text)",
+        &format!("{:.3} ms = {upkeep:.2}x", with_p50.as_secs_f64() * 1e3),
+        &format!(
+            "the same put without the FTS insert: {:.3} ms",
+            without_p50.as_secs_f64() * 1e3
+        ),
+        "<= 2x",
+        Some(upkeep <= 2.0),
+    );
     println!(
         "  artifact.put p50 with FTS {:.3} ms, without {:.3} ms: upkeep {:.2}x (target ≤ 2x); p99 {:.3} / {:.3} ms",
         with_p50.as_secs_f64() * 1e3,

@@ -9,6 +9,9 @@
 
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
+#[path = "support/targets.rs"]
+mod targets;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -215,6 +218,16 @@ fn bench_round_trip(c: &mut Criterion) {
         verdict(one_shot),
         verdict(reused)
     ));
+    for (what, measured) in [("connection per request", one_shot), ("reused connection", reused)] {
+        targets::target(
+            3,
+            &format!("small read round trip over the Unix socket, {what} (artifact.get, 200 B), median"),
+            &format!("{measured:.1?}"),
+            &format!("in process {in_process:.1?}"),
+            &format!("<= 2 x in-process + 100 µs = {budget:.1?}"),
+            Some(measured <= budget),
+        );
+    }
 }
 
 /// A response whose encoded frame body is exactly `size` bytes.
@@ -261,6 +274,21 @@ fn bench_frames(c: &mut Criterion) {
             serde_json::from_slice::<Value>(&body).unwrap()
         });
         let ratio = |peak: usize| peak as f64 / size as f64;
+        if size == MAX_FRAME_BYTES {
+            let worst = ratio(encode_peak).max(ratio(decode_peak));
+            targets::target(
+                3,
+                "24 MiB frame peak heap (worst of encode, read + parse)",
+                &format!(
+                    "{worst:.2}x (encode {:.2}x, read + parse {:.2}x)",
+                    ratio(encode_peak),
+                    ratio(decode_peak)
+                ),
+                "the frame size",
+                "<= ~3x",
+                Some(worst <= 3.0),
+            );
+        }
         note(format!(
             "frame {label}: peak heap encode {:.2}x, read body {:.2}x, read + parse JSON {:.2}x the frame size{}",
             ratio(encode_peak),
@@ -323,6 +351,14 @@ fn bench_group_commit(c: &mut Criterion) {
         "artifact.put through the daemon: 1 client {one:.0}/s, 4 clients {four:.0}/s, ratio {ratio:.2}x ({} the 2x target)",
         if ratio >= 2.0 { "meets" } else { "MISSES" }
     ));
+    targets::target(
+        3,
+        "artifact.put throughput through the daemon, 4 clients vs 1 (group commit)",
+        &format!("{ratio:.2}x ({four:.0}/s vs {one:.0}/s)"),
+        "1 client",
+        ">= 2x",
+        Some(ratio >= 2.0),
+    );
 }
 
 fn main() {

@@ -13,6 +13,11 @@ impl Digest {
         Digest(*blake3::hash(bytes).as_bytes())
     }
 
+    /// The digest a finished BLAKE3 hasher computed.
+    pub fn from_hash(hash: blake3::Hash) -> Digest {
+        Digest(*hash.as_bytes())
+    }
+
     /// Parses 64 lowercase hex characters.
     pub fn parse(hex: &str) -> Option<Digest> {
         if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {

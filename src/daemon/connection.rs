@@ -16,8 +16,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 use tokio::time::timeout;
 
-use super::ServerTimeouts;
 use super::listener::Conn;
+use super::{ServerTimeouts, memory};
 use crate::client::socket::describe as seconds;
 use crate::frame::{self, FrameError};
 use crate::protocol::{ErrorBody, ErrorCode, Response, TRANSPORT_REQUEST_ID};
@@ -100,8 +100,15 @@ where
             }
         };
         let reply = respond(&ctx.service, body, ctx.max_frame_bytes).await;
+        let large = len.max(reply.len()) >= memory::LARGE_FRAME_BYTES;
         match timeout(ctx.timeouts.write, frame::write_encoded(&mut stream, &reply)).await {
-            Ok(Ok(())) => served += 1,
+            Ok(Ok(())) => {
+                served += 1;
+                if large {
+                    drop(reply);
+                    tokio::task::spawn_blocking(memory::release);
+                }
+            }
             Ok(Err(error)) => {
                 tracing::debug!(%error, "could not write a response frame");
                 return;

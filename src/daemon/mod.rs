@@ -20,6 +20,7 @@
 
 mod connection;
 pub mod listener;
+mod memory;
 pub mod shutdown;
 
 use std::future::Future;
@@ -214,6 +215,7 @@ fn prepare(config: &DaemonConfig) -> Result<Prepared, DaemonError> {
 
 /// Serves until SIGINT or SIGTERM, then shuts down cleanly. This is `memoree serve`.
 pub fn run(config: DaemonConfig) -> Result<(), DaemonError> {
+    memory::tune();
     let runtime = build_runtime()?;
     let grace = config.timeouts.shutdown_grace;
     let result = runtime.block_on(async {

@@ -7,7 +7,7 @@
 //! decoding, timestamps and cross-field rules stay with the service.
 
 use std::fmt;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::paths::LocationSegment;
@@ -110,25 +110,21 @@ fn compile(schema: &Value, formats: bool) -> Validator {
         .expect("embedded schemas compile (see tests)")
 }
 
+/// Each validator is compiled on its first use, so a daemon holds only those its requests
+/// need (result and response validators serve the tests).
 struct Compiled {
-    request: Validator,
-    response: Validator,
+    request: OnceLock<Validator>,
+    response: OnceLock<Validator>,
     /// Indexed like `Operation::ALL`.
-    inputs: Vec<Validator>,
-    results: Vec<Validator>,
+    inputs: Vec<OnceLock<Validator>>,
+    results: Vec<OnceLock<Validator>>,
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| Compiled {
-    request: compile(&parse(REQUEST_SOURCE), false),
-    response: compile(&parse(RESPONSE_SOURCE), true),
-    inputs: Operation::ALL
-        .iter()
-        .map(|&op| compile(&parse(sources(op).input), false))
-        .collect(),
-    results: Operation::ALL
-        .iter()
-        .map(|&op| compile(&parse(sources(op).result), true))
-        .collect(),
+    request: OnceLock::new(),
+    response: OnceLock::new(),
+    inputs: Operation::ALL.iter().map(|_| OnceLock::new()).collect(),
+    results: Operation::ALL.iter().map(|_| OnceLock::new()).collect(),
 });
 
 static BUNDLE: LazyLock<Value> = LazyLock::new(|| {
@@ -164,22 +160,30 @@ pub fn bundle() -> &'static Value {
 
 /// Checks a request envelope's shape. `input` is not inspected; see [`validate_input`].
 pub fn validate_request(envelope: &Value) -> Result<(), SchemaViolation> {
-    check(&COMPILED.request, envelope)
+    check(
+        COMPILED.request.get_or_init(|| compile(&parse(REQUEST_SOURCE), false)),
+        envelope,
+    )
 }
 
 /// Checks a response envelope's shape. `result` is not inspected; see [`validate_result`].
 pub fn validate_response(envelope: &Value) -> Result<(), SchemaViolation> {
-    check(&COMPILED.response, envelope)
+    check(
+        COMPILED.response.get_or_init(|| compile(&parse(RESPONSE_SOURCE), true)),
+        envelope,
+    )
 }
 
 /// Checks an operation input. Paths in the violation are relative to the input.
 pub fn validate_input(op: Operation, input: &Value) -> Result<(), SchemaViolation> {
-    check(&COMPILED.inputs[op_index(op)], input)
+    let validator = COMPILED.inputs[op_index(op)].get_or_init(|| compile(&parse(sources(op).input), false));
+    check(validator, input)
 }
 
 /// Checks an operation result against what this implementation promises to return.
 pub fn validate_result(op: Operation, result: &Value) -> Result<(), SchemaViolation> {
-    check(&COMPILED.results[op_index(op)], result)
+    let validator = COMPILED.results[op_index(op)].get_or_init(|| compile(&parse(sources(op).result), true));
+    check(validator, result)
 }
 
 fn check(validator: &Validator, value: &Value) -> Result<(), SchemaViolation> {

@@ -1,23 +1,57 @@
 //! Artifacts and their immutable revisions: rows, inserts, lifecycle and history.
 //!
-//! Content up to the inline threshold lives in `artifact_revisions.inline_blob`; larger
-//! content lives in the CAS and is referenced by digest. Every revision gets exactly one
+//! Content up to the inline threshold lives in `artifact_revisions.inline_blob` (compressed
+//! when that pays, with its encoding in `inline_encoding`); larger content lives in the CAS
+//! and is referenced by the digest of its raw bytes. Every revision gets exactly one
 //! `artifact_fts` row (rowid = revision `seq`) in the same transaction.
 
 use rusqlite::{Connection, OptionalExtension, params};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::error::{StoreError, StoreResult};
 use super::scope::{Owner, owner_from_row};
 use super::{Tx, new_id};
-use crate::blob::{self, BlobStore, Digest};
+use crate::blob::{self, BlobStore, Digest, Encoding, codec};
 
-/// The stored bytes of a revision: digest, size and, when small, the bytes themselves.
+/// Where a revision's bytes live: the digest and size of the raw bytes and, when small, the
+/// bytes as stored inline.
 #[derive(Clone, Debug)]
 pub struct BlobRef {
     pub digest: Digest,
     pub size: u64,
-    pub inline: Option<Vec<u8>>,
+    pub inline: Option<InlineBlob>,
+}
+
+/// Inline content as stored in `artifact_revisions.inline_blob`.
+#[derive(Clone, Debug)]
+pub struct InlineBlob {
+    pub encoding: Encoding,
+    pub stored: Vec<u8>,
+}
+
+impl BlobRef {
+    /// Content stored inline: digests the raw bytes and encodes them (compressed when that
+    /// pays).
+    pub fn inline(raw: &[u8]) -> BlobRef {
+        let (encoding, stored) = codec::encode(raw);
+        BlobRef {
+            digest: Digest::of(raw),
+            size: raw.len() as u64,
+            inline: Some(InlineBlob {
+                encoding,
+                stored: stored.into_owned(),
+            }),
+        }
+    }
+
+    /// Content already published in the CAS.
+    pub fn external(digest: Digest, size: u64) -> BlobRef {
+        BlobRef {
+            digest,
+            size,
+            inline: None,
+        }
+    }
 }
 
 /// One artifact revision joined with its artifact's current lifecycle.
@@ -32,7 +66,10 @@ pub struct ArtifactRow {
     pub media_type: String,
     pub blob_hash: String,
     pub size_bytes: u64,
+    /// The inline content as stored (see `inline_encoding`), `None` for CAS content.
     pub inline_blob: Option<Vec<u8>>,
+    /// The persisted [`Encoding`] code of `inline_blob`.
+    pub inline_encoding: i64,
     pub status: String,
     pub owner: Owner,
     pub provenance_json: String,
@@ -49,24 +86,28 @@ impl ArtifactRow {
         self.revision_id == self.current_revision_id
     }
 
-    /// Reads and verifies the revision's bytes (inline or CAS).
+    /// Reads, decodes and verifies the revision's raw bytes (inline or CAS).
     pub fn read_content(&self, blobs: &BlobStore) -> StoreResult<Vec<u8>> {
         let digest = Digest::parse(&self.blob_hash)
             .ok_or_else(|| StoreError::Integrity(format!("invalid blob hash on {}", self.revision_id)))?;
         match &self.inline_blob {
-            Some(bytes) => {
-                blob::check(&digest, self.size_bytes, bytes)?;
-                Ok(bytes.clone())
-            }
+            Some(stored) => Ok(read_inline(&digest, self.size_bytes, stored, self.inline_encoding)?),
             None => Ok(blobs.get(&digest, self.size_bytes)?),
         }
     }
 }
 
+/// Decodes and verifies inline content stored with the persisted encoding `code`.
+pub fn read_inline(digest: &Digest, size: u64, stored: &[u8], code: i64) -> StoreResult<Vec<u8>> {
+    let encoding = Encoding::from_code(code)
+        .ok_or_else(|| StoreError::Integrity(format!("unknown inline encoding {code} for blob {digest}")))?;
+    Ok(blob::decode_inline(encoding, stored, digest, size)?)
+}
+
 /// The columns [`row`] expects, with `r` = artifact_revisions and `a` = artifacts.
 pub const COLUMNS: &str = "r.seq, a.id, r.id, r.revision_number, a.kind, r.title, r.media_type, r.blob_hash, r.blob_size, \
      r.inline_blob, a.status, a.workspace_id, a.project_id, a.task_id, a.component, r.provenance_json, r.actor, \
-     a.created_at, r.created_at, r.commit_seq, a.forgotten_reason, a.current_revision_id";
+     a.created_at, r.created_at, r.commit_seq, a.forgotten_reason, a.current_revision_id, r.inline_encoding";
 
 /// Maps a row selected with [`COLUMNS`].
 pub fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ArtifactRow> {
@@ -90,6 +131,7 @@ pub fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ArtifactRow> {
         revision_commit_seq: r.get(19)?,
         forgotten_reason: r.get(20)?,
         current_revision_id: r.get(21)?,
+        inline_encoding: r.get(22)?,
     })
 }
 
@@ -182,8 +224,8 @@ fn insert_revision(
     let revision_id = new_id("arev");
     tx.conn().execute(
         "INSERT INTO artifact_revisions (id, artifact_id, revision_number, title, media_type, blob_hash, blob_size,
-             inline_blob, body_indexed, provenance_json, actor, created_at, commit_seq)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+             inline_blob, inline_encoding, body_indexed, provenance_json, actor, created_at, commit_seq)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
         params![
             revision_id,
             artifact_id,
@@ -192,7 +234,8 @@ fn insert_revision(
             new.media_type,
             new.blob.digest.to_hex(),
             new.blob.size as i64,
-            new.blob.inline,
+            new.blob.inline.as_ref().map(|inline| inline.stored.as_slice()),
+            new.blob.inline.as_ref().map_or(0, |inline| inline.encoding.code()),
             new.body_text.is_some(),
             new.provenance_json,
             new.actor,
@@ -209,13 +252,7 @@ fn insert_revision(
 }
 
 /// Creates an artifact with its first revision; returns the stored row and commit_seq.
-pub fn put(
-    tx: &Tx<'_>,
-    owner: &Owner,
-    kind: &str,
-    new: &NewRevision,
-    context_json: &Value,
-) -> StoreResult<(ArtifactRow, i64)> {
+pub fn put(tx: &Tx<'_>, owner: &Owner, kind: &str, new: &NewRevision) -> StoreResult<(ArtifactRow, i64)> {
     let commit_seq = tx.next_commit_seq()?;
     let artifact_id = new_id("art");
     let now = tx.now_db();
@@ -236,7 +273,8 @@ pub fn put(
         &artifact_id,
         Some(&revision_id),
         new.actor.as_deref(),
-        &json!({"blob_hash": new.blob.digest.to_hex(), "context": context_json}),
+        // The revision and artifact rows hold the blob, owner and kind: nothing to add.
+        &json!({}),
     )?;
     Ok((head(tx.conn(), &artifact_id)?, commit_seq))
 }
@@ -256,7 +294,7 @@ pub fn revise(tx: &Tx<'_>, current: &ArtifactRow, new: &NewRevision) -> StoreRes
         &current.artifact_id,
         Some(&revision_id),
         new.actor.as_deref(),
-        &json!({"previous_revision_id": current.revision_id, "blob_hash": new.blob.digest.to_hex()}),
+        &json!({"previous_revision_id": current.revision_id}),
     )?;
     Ok((head(tx.conn(), &current.artifact_id)?, commit_seq))
 }

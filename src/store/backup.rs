@@ -6,8 +6,8 @@
 //! 3. While no write can run ([`Store::exclusive`]), the SQLite online backup API copies
 //!    the database into staging and the snapshot's `commit_seq` is read. The staged file is
 //!    switched to rollback-journal mode so it is one self-contained file.
-//! 4. Every external blob the snapshot references is read from the CAS, re-hashed and
-//!    written into the staged CAS. Blobs are immutable and published before the commit
+//! 4. Every external blob the snapshot references is read from the CAS, decoded and
+//!    re-hashed, and written as stored (still compressed) into the staged CAS. Blobs are immutable and published before the commit
 //!    that cites them, so this runs after writes resume.
 //! 5. The staged store is opened read-only and verified; it must be clean and at the
 //!    snapshot's `commit_seq`.
@@ -247,18 +247,9 @@ pub(crate) fn copy_blobs(db: &Path, from: &Path, to: &Path) -> StoreResult<u64> 
     private_dir(&to.join(".tmp"))?;
     let mut progress = Progress::new("copy: external blobs", wanted.len() as u64);
     for (digest, size) in &wanted {
-        let source = from.join(digest.relative_path());
-        let bytes = match fs::read(&source) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(blob::BlobError::Missing {
-                    digest: digest.to_hex(),
-                }
-                .into());
-            }
-            Err(e) => return Err(e.into()),
-        };
-        blob::check(digest, *size, &bytes)?;
+        // Copied as stored (compressed or not), after decoding and re-hashing it.
+        let bytes = blob::read_object(&from.join(digest.relative_path()), digest, *size)?;
+        blob::check_object_bytes(&bytes, digest, *size)?;
         let target = to.join(digest.relative_path());
         if let Some(dir) = target.parent() {
             fs::DirBuilder::new()

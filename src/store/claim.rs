@@ -290,7 +290,8 @@ pub fn assert(
         &claim_id,
         Some(&revision_id),
         new.actor.as_deref(),
-        &json!({"claim_type": claim_type, "evidence_count": new.evidence.len()}),
+        // The claim and revision rows hold the type and the evidence: nothing to add.
+        &json!({}),
     )?;
     Ok((head(tx.conn(), &claim_id)?, commit_seq))
 }

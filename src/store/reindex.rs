@@ -12,9 +12,10 @@ use std::collections::HashSet;
 
 use rusqlite::{Connection, params};
 
+use super::artifact;
 use super::error::StoreResult;
 use super::{Store, last_commit_seq};
-use crate::blob::{self, BlobStore, Digest};
+use crate::blob::{BlobStore, Digest};
 use crate::progress::Progress;
 use crate::store::StoreError;
 
@@ -98,7 +99,8 @@ fn orphans(conn: &Connection, revisions: &str, fts: &str) -> StoreResult<u64> {
 fn reindex_artifacts(conn: &Connection, blobs: &BlobStore, progress: &mut Progress) -> StoreResult<u64> {
     let mut insert = conn.prepare("INSERT INTO artifact_fts (rowid, title, body) VALUES (?1, ?2, ?3)")?;
     let mut stmt = conn.prepare(
-        "SELECT seq, id, title, body_indexed, blob_hash, blob_size, inline_blob FROM artifact_revisions ORDER BY seq",
+        "SELECT seq, id, title, body_indexed, blob_hash, blob_size, inline_blob, inline_encoding
+         FROM artifact_revisions ORDER BY seq",
     )?;
     let mut rows = stmt.query([])?;
     let mut count = 0;
@@ -112,10 +114,7 @@ fn reindex_artifacts(conn: &Connection, blobs: &BlobStore, progress: &mut Progre
             let digest = Digest::parse(&hash)
                 .ok_or_else(|| StoreError::Integrity(format!("invalid blob hash on revision {revision}")))?;
             let bytes = match row.get::<_, Option<Vec<u8>>>(6)? {
-                Some(inline) => {
-                    blob::check(&digest, size, &inline)?;
-                    inline
-                }
+                Some(stored) => artifact::read_inline(&digest, size, &stored, row.get(7)?)?,
                 None => blobs.get(&digest, size)?,
             };
             String::from_utf8_lossy(&bytes).into_owned()

@@ -3,7 +3,6 @@
 use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
-use serde_json::json;
 
 use super::artifact::{self, ArtifactRow, BlobRef, NewRevision};
 use super::claim::{self, ClaimRow, EvidenceRef, NewClaimRevision};
@@ -46,17 +45,9 @@ impl TestStore {
     /// Stores `bytes` as a text artifact, inline or in the CAS like the service does.
     pub fn put(&self, title: &str, bytes: &[u8]) -> ArtifactRow {
         let blob = if bytes.len() <= limits::INLINE_BLOB_MAX_BYTES {
-            BlobRef {
-                digest: Digest::of(bytes),
-                size: bytes.len() as u64,
-                inline: Some(bytes.to_vec()),
-            }
+            BlobRef::inline(bytes)
         } else {
-            BlobRef {
-                digest: self.store.blobs().put(bytes).unwrap(),
-                size: bytes.len() as u64,
-                inline: None,
-            }
+            BlobRef::external(self.store.blobs().put(bytes).unwrap(), bytes.len() as u64)
         };
         let new = NewRevision {
             title: title.to_owned(),
@@ -67,7 +58,25 @@ impl TestStore {
             actor: None,
         };
         self.store
-            .write(move |tx| artifact::put(tx, &owner(), "note", &new, &json!({})).map(|(row, _)| row))
+            .write(move |tx| artifact::put(tx, &owner(), "note", &new).map(|(row, _)| row))
+            .unwrap()
+    }
+
+    /// Stores `bytes` (above the inline threshold) as a CAS object compressed when that pays,
+    /// as a binary that compresses CAS objects would.
+    pub fn put_compressed_external(&self, title: &str, bytes: &[u8]) -> ArtifactRow {
+        assert!(bytes.len() > limits::INLINE_BLOB_MAX_BYTES);
+        let blob = BlobRef::external(self.store.blobs().put_object(bytes, true).unwrap(), bytes.len() as u64);
+        let new = NewRevision {
+            title: title.to_owned(),
+            media_type: "text/plain; charset=utf-8".to_owned(),
+            body_text: artifact::body_text("text/plain", bytes),
+            blob,
+            provenance_json: "{}".to_owned(),
+            actor: None,
+        };
+        self.store
+            .write(move |tx| artifact::put(tx, &owner(), "note", &new).map(|(row, _)| row))
             .unwrap()
     }
 

@@ -9,7 +9,7 @@
 //! connection; the CAS is only listed and read.
 
 use std::collections::{HashMap, HashSet};
-use std::fs::{self, File};
+use std::fs;
 use std::io;
 use std::path::Path;
 
@@ -18,7 +18,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::claim::evidence_from_json;
 use super::error::StoreResult;
 use super::migrate::{SCHEMA_VERSION, schema_version};
-use crate::blob::{self, BlobError, Digest};
+use crate::blob::{self, BlobError, Digest, Encoding};
 use crate::progress::Progress;
 
 /// Stable, machine-readable issue kinds.
@@ -53,7 +53,7 @@ pub mod kind {
     pub const BLOB_HASH: &str = "blob_hash";
     /// A referenced CAS object does not exist.
     pub const BLOB_MISSING: &str = "blob_missing";
-    /// Inline or CAS bytes do not match their digest or size.
+    /// Inline or CAS bytes cannot be decoded, or do not match their digest or size.
     pub const BLOB_CORRUPT: &str = "blob_corrupt";
     /// A CAS object exists but cannot be read.
     pub const BLOB_UNREADABLE: &str = "blob_unreadable";
@@ -505,7 +505,9 @@ fn check_blobs(conn: &Connection, root: &Path, f: &mut Findings) -> StoreResult<
     let total: i64 = conn.query_row("SELECT count(*) FROM artifact_revisions", [], |r| r.get(0))?;
     let mut progress = Progress::new("verify: artifact revisions", total.max(0) as u64);
     let mut external: HashMap<Digest, Referenced> = HashMap::new();
-    let mut stmt = conn.prepare("SELECT id, blob_hash, blob_size, inline_blob FROM artifact_revisions ORDER BY seq")?;
+    let mut stmt = conn.prepare(
+        "SELECT id, blob_hash, blob_size, inline_blob, inline_encoding FROM artifact_revisions ORDER BY seq",
+    )?;
     let mut rows = stmt.query([])?;
     while let Some(row) = rows.next()? {
         progress.inc(1);
@@ -521,8 +523,16 @@ fn check_blobs(conn: &Connection, root: &Path, f: &mut Findings) -> StoreResult<
             continue;
         };
         match row.get::<_, Option<Vec<u8>>>(3)? {
-            Some(bytes) => {
-                if let Err(error) = blob::check(&digest, size, &bytes) {
+            Some(stored) => {
+                let code: i64 = row.get(4)?;
+                let checked = match Encoding::from_code(code) {
+                    Some(encoding) => blob::decode_inline(encoding, &stored, &digest, size).map(|_| ()),
+                    None => Err(BlobError::Undecodable {
+                        digest: digest.to_hex(),
+                        detail: format!("unknown inline encoding {code}"),
+                    }),
+                };
+                if let Err(error) = checked {
                     f.about(kind::BLOB_CORRUPT, revision, format!("inline content: {error}"));
                 }
             }
@@ -558,7 +568,7 @@ fn check_blobs(conn: &Connection, root: &Path, f: &mut Findings) -> StoreResult<
             );
             continue;
         }
-        if let Err(error) = hash_file(&root.join(digest.relative_path()), digest, Some(referenced.size)) {
+        if let Err(error) = blob::check_object_file(&root.join(digest.relative_path()), digest, Some(referenced.size)) {
             report_blob_error(f, digest, &referenced.revision, error);
         }
     }
@@ -566,7 +576,7 @@ fn check_blobs(conn: &Connection, root: &Path, f: &mut Findings) -> StoreResult<
     unreferenced.sort_by_key(|digest| digest.to_hex());
     for digest in &unreferenced {
         progress.inc(1);
-        if let Err(error) = hash_file(&root.join(digest.relative_path()), digest, None) {
+        if let Err(error) = blob::check_object_file(&root.join(digest.relative_path()), digest, None) {
             report_blob_error(f, digest, "no revision", error);
         }
     }
@@ -582,46 +592,12 @@ fn check_blobs(conn: &Connection, root: &Path, f: &mut Findings) -> StoreResult<
 fn report_blob_error(f: &mut Findings, digest: &Digest, cited_by: &str, error: BlobError) {
     let kind = match &error {
         BlobError::Missing { .. } => kind::BLOB_MISSING,
-        BlobError::DigestMismatch { .. } | BlobError::SizeMismatch { .. } => kind::BLOB_CORRUPT,
+        BlobError::DigestMismatch { .. } | BlobError::SizeMismatch { .. } | BlobError::Undecodable { .. } => {
+            kind::BLOB_CORRUPT
+        }
         _ => kind::BLOB_UNREADABLE,
     };
     f.about(kind, digest.to_hex(), format!("{error} (cited by {cited_by})"));
-}
-
-/// Re-hashes one CAS object without loading it whole.
-fn hash_file(path: &Path, digest: &Digest, expected_size: Option<u64>) -> Result<(), BlobError> {
-    let io_error = |source: io::Error| BlobError::Io {
-        path: path.to_owned(),
-        source,
-    };
-    let mut file = match File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(BlobError::Missing {
-                digest: digest.to_hex(),
-            });
-        }
-        Err(e) => return Err(io_error(e)),
-    };
-    let mut hasher = blake3::Hasher::new();
-    let read = io::copy(&mut file, &mut hasher).map_err(io_error)?;
-    if let Some(expected) = expected_size
-        && read != expected
-    {
-        return Err(BlobError::SizeMismatch {
-            digest: digest.to_hex(),
-            expected,
-            actual: read,
-        });
-    }
-    let actual = hasher.finalize().to_hex().to_string();
-    if actual != digest.to_hex() {
-        return Err(BlobError::DigestMismatch {
-            digest: digest.to_hex(),
-            actual,
-        });
-    }
-    Ok(())
 }
 
 /// Lists the well-placed objects of the CAS (`<h0h1>/<h2h3>/<hex>`) and reports anything

@@ -1,33 +1,24 @@
 //! `artifact.put`, `artifact.get`, `artifact.revise`, `artifact.history`, `artifact.forget`.
 
 use super::mutation::{self, Acknowledged};
-use crate::blob::Digest;
 use crate::protocol::artifact::{
     ArtifactForgetInput, ArtifactGetInput, ArtifactHistoryInput, ArtifactPutInput, ArtifactReviseInput, HistoryPage,
 };
 use crate::protocol::limits;
 use crate::service::convert::{artifact_record, context_owner};
 use crate::service::validate;
-use crate::service::{Call, Output, Service, ServiceError, to_value};
+use crate::service::{Call, Output, Service, ServiceError};
 use crate::store::artifact::{self as store_artifact, BlobRef, NewRevision};
 use crate::store::{StoreError, scope};
 
-/// Writes content to its home: inline in SQLite up to the threshold, the CAS above it.
+/// Writes content to its home: inline in SQLite up to the threshold, the CAS above it
+/// (compressed in either place when that pays; this runs before the writer is entered).
 fn store_blob(service: &Service, bytes: &[u8]) -> Result<BlobRef, ServiceError> {
-    let size = bytes.len() as u64;
     if bytes.len() <= limits::INLINE_BLOB_MAX_BYTES {
-        return Ok(BlobRef {
-            digest: Digest::of(bytes),
-            size,
-            inline: Some(bytes.to_vec()),
-        });
+        return Ok(BlobRef::inline(bytes));
     }
     let digest = service.store().blobs().put(bytes).map_err(StoreError::from)?;
-    Ok(BlobRef {
-        digest,
-        size,
-        inline: None,
-    })
+    Ok(BlobRef::external(digest, bytes.len() as u64))
 }
 
 fn check_actor(actor: Option<&str>) -> Result<(), ServiceError> {
@@ -43,7 +34,7 @@ pub(super) fn put(service: &Service, call: &Call<'_>) -> Result<Output, ServiceE
     let provenance_json = validate::metadata("provenance", &input.provenance)?;
     let bytes = validate::content(&input.content)?;
     let key = call.idempotency_key()?;
-    let context = call.context()?.clone();
+    let owner = context_owner(call.context()?);
     let blob = store_blob(service, &bytes)?;
     let new = NewRevision {
         body_text: store_artifact::body_text(&input.media_type, &bytes),
@@ -54,13 +45,11 @@ pub(super) fn put(service: &Service, call: &Call<'_>) -> Result<Output, ServiceE
         actor: input.actor,
     };
     let kind = input.kind;
-    let owner = context_owner(&context);
-    let context_json = to_value(context.without_pins())?;
     let written = service.store().write(move |tx| {
         if let Some(replay) = mutation::check(tx, &key)? {
             return Ok(replay);
         }
-        let (row, commit_seq) = store_artifact::put(tx, &owner, &kind, &new, &context_json)?;
+        let (row, commit_seq) = store_artifact::put(tx, &owner, &kind, &new)?;
         mutation::record(tx, &key, Acknowledged::Artifact(row), commit_seq)
     })?;
     Ok(Output::mutation(written))

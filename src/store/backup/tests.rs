@@ -246,3 +246,48 @@ fn a_backup_left_in_wal_mode_restores_too() {
     assert_eq!(restored.artifact_revisions, artifacts.len() as u64);
     assert!(Store::open(&target).unwrap().verify().unwrap().is_ok());
 }
+
+#[test]
+fn compressed_objects_are_copied_as_stored_and_restore_to_the_same_content() {
+    let t = TestStore::new();
+    let text = "a compressed external blob: the same words again and again. ".repeat(600);
+    let row = t.put_compressed_external("Compressed", text.as_bytes());
+    let stored = fs::read(t.blob_path(&row)).unwrap();
+    let header = crate::blob::ObjectHeader::parse(&stored).unwrap();
+    assert_eq!(header.encoding, crate::blob::Encoding::Deflate);
+    assert!(stored.len() < text.len() / 4);
+    let destination = t.dir.path().join("bk");
+    t.store.backup(&destination).unwrap();
+    let copied = destination
+        .join(BLOBS_DIR)
+        .join(t.blob_path(&row).strip_prefix(t.store.blobs().root()).unwrap());
+    assert_eq!(fs::read(copied).unwrap(), stored, "copied as stored, still compressed");
+    let target = t.dir.path().join("restored");
+    restore(&destination, &target).unwrap();
+    let store = Store::open(&target).unwrap();
+    assert!(store.verify().unwrap().is_ok());
+    let back = store
+        .read(|conn| crate::store::artifact::get(conn, &row.artifact_id, None))
+        .unwrap()
+        .unwrap();
+    assert_eq!(back.read_content(store.blobs()).unwrap(), text.as_bytes());
+    store.shutdown();
+}
+
+#[test]
+fn a_corrupt_compressed_object_fails_the_backup_without_a_trace() {
+    let t = TestStore::new();
+    let text = "compressed and then damaged on disk, which a backup must notice. ".repeat(600);
+    let row = t.put_compressed_external("Damaged", text.as_bytes());
+    let path = t.blob_path(&row);
+    let mut stored = fs::read(&path).unwrap();
+    let middle = stored.len() / 2;
+    stored[middle] ^= 0x20;
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+    fs::write(&path, stored).unwrap();
+    let destination = t.dir.path().join("bk");
+    let error = t.store.backup(&destination).unwrap_err();
+    assert!(matches!(error, StoreError::Blob(_)), "{error:?}");
+    assert!(!destination.exists());
+    no_staging_left(t.dir.path());
+}

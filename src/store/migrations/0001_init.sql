@@ -18,9 +18,11 @@ CREATE TABLE commit_state (
 ) STRICT;
 INSERT INTO commit_state (id, commit_seq) VALUES (1, 0);
 
+-- `event_id` (a fresh ULID) is unique by construction and never looked up, so it has no
+-- index; `commit_seq` is the key. Payload shapes are listed in ARCHITECTURE.md (Events).
 CREATE TABLE events (
     commit_seq   INTEGER PRIMARY KEY,
-    event_id     TEXT NOT NULL UNIQUE,
+    event_id     TEXT NOT NULL,
     event_type   TEXT NOT NULL,
     entity_type  TEXT NOT NULL,
     entity_id    TEXT NOT NULL,
@@ -54,13 +56,18 @@ CREATE TABLE artifact_revisions (
     media_type      TEXT NOT NULL,
     blob_hash       TEXT NOT NULL,
     blob_size       INTEGER NOT NULL CHECK (blob_size >= 0),
+    -- Content up to the inline threshold, as stored: `inline_encoding` 0 is the raw bytes,
+    -- 1 one raw DEFLATE stream of them. `blob_hash` and `blob_size` always describe the raw
+    -- bytes. NULL for content in the CAS, whose objects describe their own encoding.
     inline_blob     BLOB,
+    inline_encoding INTEGER NOT NULL DEFAULT 0 CHECK (inline_encoding IN (0, 1)),
     body_indexed    INTEGER NOT NULL CHECK (body_indexed IN (0, 1)),
     provenance_json TEXT NOT NULL,
     actor           TEXT,
     created_at      TEXT NOT NULL,
     commit_seq      INTEGER NOT NULL UNIQUE,
-    UNIQUE (artifact_id, revision_number)
+    UNIQUE (artifact_id, revision_number),
+    CHECK (inline_blob IS NOT NULL OR inline_encoding = 0)
 ) STRICT;
 -- External (CAS) blobs only: backup and verify enumerate them.
 CREATE INDEX artifact_revisions_by_external_blob ON artifact_revisions (blob_hash) WHERE inline_blob IS NULL;
@@ -156,7 +163,8 @@ CREATE INDEX conflict_events_by_case ON conflict_events (case_id);
 
 -- Replay records for idempotent mutations, keyed by the namespaced key. `replay_json` is a
 -- compact recipe (the revision or relation produced, plus the lifecycle fields as they were)
--- from which the original acknowledgement is rebuilt exactly.
+-- from which the original acknowledgement is rebuilt exactly. WITHOUT ROWID: the only access
+-- is by key, so the key is stored once (in the primary-key b-tree) instead of twice.
 CREATE TABLE idempotency (
     scoped_key    TEXT PRIMARY KEY,
     request_hash  TEXT NOT NULL,
@@ -164,7 +172,7 @@ CREATE TABLE idempotency (
     replay_json   TEXT NOT NULL,
     commit_seq    INTEGER NOT NULL,
     created_at    TEXT NOT NULL
-) STRICT;
+) STRICT, WITHOUT ROWID;
 
 -- Derived full-text projection. Contentless: the text lives once, in the revision rows
 -- and the CAS; the FTS rowid is the revision `seq`.

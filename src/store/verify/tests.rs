@@ -218,3 +218,53 @@ fn a_corrupt_unreferenced_object_is_still_an_issue() {
     assert_eq!(kinds(&t), [kind::BLOB_CORRUPT]);
     assert!(report.issues[0].detail.contains("no revision"));
 }
+
+#[test]
+fn a_flipped_byte_in_a_compressed_object_is_corrupt_and_a_wrong_inline_encoding_too() {
+    let t = TestStore::new();
+    let text = "verify decodes compressed objects before hashing them. ".repeat(700);
+    let external = t.put_compressed_external("Compressed", text.as_bytes());
+    let inline_text = "inline content long enough to be compressed in the row. ".repeat(20);
+    let inline = t.put("Inline", inline_text.as_bytes());
+    assert_eq!(inline.inline_encoding, crate::blob::Encoding::Deflate.code() as i64);
+    assert!(t.store.verify().unwrap().is_ok());
+
+    let path = t.blob_path(&external);
+    let mut stored = fs::read(&path).unwrap();
+    let middle = stored.len() / 2;
+    stored[middle] ^= 0x08;
+    fs::write(&path, stored).unwrap();
+    let raw = t.raw();
+    raw.execute_batch("DROP TRIGGER artifact_revisions_are_immutable;")
+        .unwrap();
+    raw.execute(
+        "UPDATE artifact_revisions SET inline_encoding = 0 WHERE id = ?1",
+        [&inline.revision_id],
+    )
+    .unwrap();
+    let report = t.store.verify().unwrap();
+    let found: Vec<_> = report
+        .issues
+        .iter()
+        .map(|i| (i.kind, i.entity.clone().unwrap()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (kind::BLOB_CORRUPT, inline.revision_id.clone()),
+            (kind::BLOB_CORRUPT, external.blob_hash.clone()),
+        ]
+    );
+    // Reads fail closed too: neither blob is ever returned as data.
+    assert!(
+        inline.read_content(t.store.blobs()).is_ok(),
+        "the row read before tampering still decodes"
+    );
+    let reread = t
+        .store
+        .read(|conn| crate::store::artifact::get(conn, &inline.artifact_id, None))
+        .unwrap()
+        .unwrap();
+    assert!(reread.read_content(t.store.blobs()).is_err());
+    assert!(external.read_content(t.store.blobs()).is_err());
+}

@@ -1,0 +1,39 @@
+//! Process-wide allocator settings of `memoree serve` (glibc only; elsewhere no-ops).
+//!
+//! A daemon serves occasional very large requests (an 8 MiB artifact arrives as a frame of
+//! up to 12 MiB and is copied a few times while it is decoded and indexed) between long idle
+//! stretches. glibc's defaults keep that memory: its mmap threshold grows to the largest
+//! block freed (up to 32 MiB), after which large buffers come from the heap and stay
+//! mapped, and every thread of the blocking pool may get its own arena. A fixed threshold
+//! returns each large buffer to the system when it is freed, two arenas bound fragmentation
+//! across threads, and a trim after a large request hands back what the many small blocks
+//! of that request left free.
+
+/// A request or reply frame of at least this many bytes is followed by a trim.
+pub(super) const LARGE_FRAME_BYTES: usize = 1024 * 1024;
+
+/// Blocks of at least this size are mapped and unmapped individually.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const MMAP_THRESHOLD: libc::c_int = 256 * 1024;
+/// At most this many malloc arenas.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const ARENA_MAX: libc::c_int = 2;
+
+/// Applies the daemon's allocator settings. Call before the runtime starts its threads.
+pub(super) fn tune() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes allocator parameters and is thread-safe in glibc.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
+        libc::mallopt(libc::M_ARENA_MAX, ARENA_MAX);
+    }
+}
+
+/// Returns free heap memory to the system (after a large request).
+pub(super) fn release() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory; it takes the allocator's own locks.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
