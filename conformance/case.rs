@@ -94,10 +94,25 @@ pub fn load(path: &Path) -> Result<Case, String> {
 
 impl Case {
     /// Whether the case runs on the transport called `name`.
+    /// Whether the case runs on the transport `name`. A running daemon (`endpoint`) speaks
+    /// the same frames as a started one, so it takes the cases listed for `daemon`.
     pub fn applies_to(&self, name: &str) -> bool {
+        let name = if name == "endpoint" { "daemon" } else { name };
         self.transports
             .as_ref()
             .is_none_or(|names| names.iter().any(|n| n == name))
+    }
+
+    /// Whether no step's outcome can depend on what the store already holds: every step is a
+    /// discovery operation (`capabilities`, `schema`, `instructions`) or expects a failure
+    /// that the case provokes without writing anything first. Only such cases run against a
+    /// shared, running daemon (`--endpoint`).
+    pub fn is_store_independent(&self) -> bool {
+        self.steps.iter().all(|step| {
+            let op = step.request.as_ref().and_then(|r| r.get("op")).and_then(Value::as_str);
+            step.expect.get("ok") == Some(&Value::Bool(false))
+                || matches!(op, Some("capabilities" | "schema" | "instructions"))
+        })
     }
 
     /// Runs every step in order on a fresh store of `transport`.

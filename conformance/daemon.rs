@@ -1,8 +1,11 @@
-//! The daemon transport: `<binary> serve` on a private Unix socket per case, spoken to with
-//! length-prefixed frames through the crate's socket client (one request per connection,
-//! as a reference client does). `$raw` steps send their text verbatim as the frame body.
+//! The frame transports. `daemon` starts a daemon per trial on a fresh data directory and a
+//! private endpoint (`<binary> serve --listen ENDPOINT --data-dir DIR`, or any command given
+//! with `--daemon-command`); `endpoint` talks to a daemon someone else started. Both speak
+//! length-prefixed frames through the crate's socket client (one request per connection, as a
+//! reference client does); `$raw` steps send their text verbatim as the frame body.
 
-use std::path::PathBuf;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -15,15 +18,43 @@ use crate::transport::{Outgoing, Session, TRANSPORT_REQUEST_ID, Transport, temp_
 /// How long a spawned daemon may take to accept its first request.
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// A `memoree`-compatible executable driven through `serve`.
+/// How a trial's daemon is started.
+#[derive(Debug, Clone)]
+pub enum Launch {
+    /// `<binary> serve --listen ENDPOINT --data-dir DIR`.
+    Serve(PathBuf),
+    /// A shell command in which `{endpoint}`, `{data_dir}` and `{home}` are replaced.
+    Command(String),
+}
+
+/// Which kind of endpoint a started daemon listens on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listen {
+    Unix,
+    /// A free loopback TCP port.
+    Tcp,
+}
+
+impl Listen {
+    pub fn parse(value: &str) -> Result<Listen, String> {
+        match value {
+            "unix" => Ok(Listen::Unix),
+            "tcp" => Ok(Listen::Tcp),
+            other => Err(format!("--daemon-listen must be unix or tcp, not {other:?}")),
+        }
+    }
+}
+
+/// A daemon started for each trial.
 #[derive(Debug)]
 pub struct Daemon {
-    binary: PathBuf,
+    launch: Launch,
+    listen: Listen,
 }
 
 impl Daemon {
-    pub fn new(binary: impl Into<PathBuf>) -> Daemon {
-        Daemon { binary: binary.into() }
+    pub fn new(launch: Launch, listen: Listen) -> Daemon {
+        Daemon { launch, listen }
     }
 }
 
@@ -31,6 +62,91 @@ struct DaemonSession {
     child: Child,
     client: SocketClient,
     _dir: tempfile::TempDir,
+}
+
+/// The endpoint a trial's daemon listens on, in `unix://` / `tcp://` form.
+fn choose_endpoint(listen: Listen, dir: &Path) -> Result<(String, Endpoint), String> {
+    match listen {
+        Listen::Unix => {
+            let socket = dir.join("run").join("memoree.sock");
+            Ok((format!("unix://{}", socket.display()), Endpoint::Unix(socket)))
+        }
+        Listen::Tcp => {
+            // Ask the kernel for a free port, then hand it to the daemon. Another process
+            // could take it in between; the daemon then fails to start and the trial says so.
+            let probe = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free TCP port: {e}"))?;
+            let addr = probe.local_addr().map_err(|e| format!("no free TCP port: {e}"))?;
+            Ok((format!("tcp://{addr}"), Endpoint::Tcp(addr)))
+        }
+    }
+}
+
+/// Single-quotes `value` for `sh`.
+fn shell_quote(value: &str) -> String {
+    format!("'{}'", value.replace('\'', "'\\''"))
+}
+
+fn command(launch: &Launch, endpoint: &str, dir: &Path) -> Command {
+    let data_dir = dir.join("data");
+    match launch {
+        Launch::Serve(binary) => {
+            let mut command = Command::new(binary);
+            command
+                .args(["serve", "--listen", endpoint, "--data-dir"])
+                .arg(data_dir);
+            command
+        }
+        Launch::Command(template) => {
+            let line = template
+                .replace("{endpoint}", &shell_quote(endpoint))
+                .replace("{data_dir}", &shell_quote(&data_dir.to_string_lossy()))
+                .replace("{home}", &shell_quote(&dir.to_string_lossy()));
+            let mut command = Command::new("sh");
+            command.arg("-c").arg(line);
+            command
+        }
+    }
+}
+
+/// Waits until `client` gets a successful `capabilities` reply.
+fn wait_until_ready(client: &SocketClient, child: &mut Child, what: &str) -> Result<(), String> {
+    let deadline = Instant::now() + READY_TIMEOUT;
+    let probe = json!({"request_id": "req_ready", "op": "capabilities", "input": {}});
+    loop {
+        if client.exchange_json(&probe).is_ok_and(|r| r.ok) {
+            return Ok(());
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("{what} exited before serving: {status}"));
+        }
+        if Instant::now() > deadline {
+            stop(child);
+            return Err(format!("{what} did not accept requests within {READY_TIMEOUT:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// SIGTERM to the daemon's process group (so a `sh -c` wrapper and its child both get it,
+/// and the daemon can remove its socket), then SIGKILL after a grace period.
+fn stop(child: &mut Child) {
+    let group = -(child.id() as libc::pid_t);
+    // SAFETY: `kill` with the process group of our own child and a valid signal number.
+    unsafe {
+        libc::kill(group, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: as above.
+    unsafe {
+        libc::kill(group, libc::SIGKILL);
+    }
+    let _ = child.wait();
 }
 
 impl Transport for Daemon {
@@ -44,14 +160,12 @@ impl Transport for Daemon {
 
     fn start(&self) -> Result<Box<dyn Session>, String> {
         let dir = temp_dir()?;
-        let socket = dir.path().join("run").join("memoree.sock");
-        let endpoint = format!("unix://{}", socket.display());
-        let mut command = Command::new(&self.binary);
+        let (endpoint_text, endpoint) = choose_endpoint(self.listen, dir.path())?;
+        let mut command = command(&self.launch, &endpoint_text, dir.path());
         command
-            .args(["serve", "--listen", &endpoint, "--data-dir"])
-            .arg(dir.path().join("data"))
             .env("MEMOREE_HOME", dir.path())
             .current_dir(dir.path())
+            .process_group(0)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
@@ -60,26 +174,13 @@ impl Transport for Daemon {
                 command.env_remove(&name);
             }
         }
-        let mut child = command
-            .spawn()
-            .map_err(|e| format!("cannot run {} serve: {e}", self.binary.display()))?;
-        let client = SocketClient::new(Endpoint::Unix(socket));
-        let deadline = Instant::now() + READY_TIMEOUT;
-        let probe = json!({"request_id": "req_ready", "op": "capabilities", "input": {}});
-        loop {
-            if client.exchange_json(&probe).is_ok_and(|r| r.ok) {
-                break;
-            }
-            if let Ok(Some(status)) = child.try_wait() {
-                return Err(format!("the daemon exited before serving: {status}"));
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("the daemon did not accept requests within {READY_TIMEOUT:?}"));
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        let what = match &self.launch {
+            Launch::Serve(binary) => format!("{} serve", binary.display()),
+            Launch::Command(template) => format!("the daemon command {template:?}"),
+        };
+        let mut child = command.spawn().map_err(|e| format!("cannot run {what}: {e}"))?;
+        let client = SocketClient::new(endpoint);
+        wait_until_ready(&client, &mut child, &what)?;
         Ok(Box::new(DaemonSession {
             child,
             client,
@@ -90,30 +191,61 @@ impl Transport for Daemon {
 
 impl Session for DaemonSession {
     fn exchange(&mut self, request: &Outgoing) -> Result<Value, String> {
-        let response = match request {
-            Outgoing::Json(value) => self.client.exchange_json(value),
-            Outgoing::Raw(text) => self.client.exchange_raw(text.as_bytes()),
-        }
-        .map_err(|e| format!("daemon exchange failed: {e}"))?;
-        serde_json::to_value(&response).map_err(|e| format!("cannot encode the envelope: {e}"))
+        exchange(&self.client, request)
     }
 }
 
 impl Drop for DaemonSession {
     fn drop(&mut self) {
-        // SIGTERM lets the daemon remove its socket; kill is the fallback.
-        // SAFETY: `kill` with a valid pid of our own child and a valid signal number.
-        unsafe {
-            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
-        }
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop(&mut self.child);
     }
+}
+
+/// A daemon that is already running, shared by every trial: only trials that cannot depend
+/// on what the store holds run on it (see `Case::is_store_independent`).
+#[derive(Debug)]
+pub struct Running {
+    endpoint: Endpoint,
+}
+
+impl Running {
+    pub fn new(endpoint: &str) -> Result<Running, String> {
+        let endpoint = Endpoint::parse(endpoint).map_err(|e| format!("--endpoint {endpoint}: {e}"))?;
+        Ok(Running { endpoint })
+    }
+}
+
+struct RunningSession {
+    client: SocketClient,
+}
+
+impl Transport for Running {
+    fn name(&self) -> &'static str {
+        "endpoint"
+    }
+
+    fn fallback_request_id(&self) -> &'static str {
+        TRANSPORT_REQUEST_ID
+    }
+
+    fn start(&self) -> Result<Box<dyn Session>, String> {
+        Ok(Box::new(RunningSession {
+            client: SocketClient::new(self.endpoint.clone()),
+        }))
+    }
+}
+
+impl Session for RunningSession {
+    fn exchange(&mut self, request: &Outgoing) -> Result<Value, String> {
+        exchange(&self.client, request)
+    }
+}
+
+fn exchange(client: &SocketClient, request: &Outgoing) -> Result<Value, String> {
+    let response = match request {
+        Outgoing::Json(value) => client.exchange_json(value),
+        Outgoing::Raw(text) => client.exchange_raw(text.as_bytes()),
+    }
+    .map_err(|e| format!("daemon exchange failed: {e}"))?;
+    serde_json::to_value(&response).map_err(|e| format!("cannot encode the envelope: {e}"))
 }

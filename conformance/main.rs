@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
-use crate::daemon::Daemon;
+use crate::daemon::{Daemon, Launch, Listen, Running};
 use crate::schema::Schemas;
 use crate::transport::{Binary, InProcess, Transport};
 
@@ -27,6 +27,8 @@ use crate::transport::{Binary, InProcess, Transport};
 #[derive(Debug, Default)]
 struct Options {
     binary: Option<PathBuf>,
+    daemon_command: Option<String>,
+    daemon_listen: Option<String>,
     endpoint: Option<String>,
 }
 
@@ -47,6 +49,8 @@ fn split_args(args: impl Iterator<Item = String>) -> Result<(Options, Vec<String
         };
         match flag.as_str() {
             "--binary" => options.binary = Some(PathBuf::from(value()?)),
+            "--daemon-command" => options.daemon_command = Some(value()?),
+            "--daemon-listen" => options.daemon_listen = Some(value()?),
             "--endpoint" => options.endpoint = Some(value()?),
             _ => rest.push(arg),
         }
@@ -57,22 +61,41 @@ fn split_args(args: impl Iterator<Item = String>) -> Result<(Options, Vec<String
 /// The transports every case runs on.
 fn select_transports(options: &Options) -> Result<Vec<Arc<dyn Transport>>, String> {
     if let Some(endpoint) = &options.endpoint {
-        return Err(format!(
-            "--endpoint {endpoint}: running against a daemon endpoint is not supported yet \
-             (the daemon transport is the extension point documented in conformance/transport.rs)"
-        ));
+        if options.binary.is_some() || options.daemon_command.is_some() || options.daemon_listen.is_some() {
+            return Err("--endpoint targets a running daemon; it cannot be combined with \
+                        --binary, --daemon-command or --daemon-listen"
+                .to_owned());
+        }
+        return Ok(vec![Arc::new(Running::new(endpoint)?)]);
     }
-    if let Some(path) = &options.binary {
+    let listen = options
+        .daemon_listen
+        .as_deref()
+        .map_or(Ok(Listen::Unix), Listen::parse)?;
+    let binary = match &options.binary {
         // The child runs in its own directory, so a relative path must be made absolute here.
-        let path = std::fs::canonicalize(path).map_err(|e| format!("--binary {}: {e}", path.display()))?;
-        return Ok(vec![Arc::new(Binary::new(&path)), Arc::new(Daemon::new(&path))]);
+        Some(path) => std::fs::canonicalize(path).map_err(|e| format!("--binary {}: {e}", path.display()))?,
+        None => PathBuf::from(env!("CARGO_BIN_EXE_memoree")),
+    };
+    let launch = match &options.daemon_command {
+        Some(template) if !template.contains("{endpoint}") => {
+            return Err(format!(
+                "--daemon-command {template:?} must contain {{endpoint}} (and usually {{data_dir}})"
+            ));
+        }
+        Some(template) => Launch::Command(template.clone()),
+        None => Launch::Serve(binary.clone()),
+    };
+    let mut transports: Vec<Arc<dyn Transport>> = Vec::new();
+    // Another implementation is tested, not this crate: the in-process service is skipped.
+    if options.binary.is_none() && options.daemon_command.is_none() {
+        transports.push(Arc::new(InProcess));
     }
-    let binary = env!("CARGO_BIN_EXE_memoree");
-    Ok(vec![
-        Arc::new(InProcess),
-        Arc::new(Binary::new(binary)),
-        Arc::new(Daemon::new(binary)),
-    ])
+    if options.binary.is_some() || options.daemon_command.is_none() {
+        transports.push(Arc::new(Binary::new(&binary)));
+    }
+    transports.push(Arc::new(Daemon::new(launch, listen)));
+    Ok(transports)
 }
 
 /// Files with `extension` below `dir`, recursively, in a stable order.
@@ -112,6 +135,10 @@ fn trials(root: &Path, transports: &[Arc<dyn Transport>], schemas: &Arc<Option<S
             {
                 continue;
             }
+            // A shared, running daemon cannot offer a fresh store per trial.
+            if transport.name() == "endpoint" && !loaded.as_ref().as_ref().is_ok_and(case::Case::is_store_independent) {
+                continue;
+            }
             let (loaded, transport, schemas) = (loaded.clone(), transport.clone(), schemas.clone());
             let label = path.display().to_string();
             trials.push(Trial::test(format!("{name}::{}", transport.name()), move || {
@@ -134,6 +161,9 @@ fn trials(root: &Path, transports: &[Arc<dyn Transport>], schemas: &Arc<Option<S
     for dir in scenarios {
         let name = trial_name(&dir, root);
         for (index, transport) in transports.iter().enumerate() {
+            if transport.name() == "endpoint" {
+                continue;
+            }
             let (dir, transport, schemas) = (dir.clone(), transport.clone(), schemas.clone());
             // Under UPDATE_GOLDEN=1 only the first transport writes; the others would race it.
             let skip_while_updating = update && index > 0;
