@@ -325,13 +325,23 @@ fn bench_reads(c: &mut Criterion, size: usize) {
     let (build_p50, _) = latency("context.build", &queries, serve("context.build"));
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let recall_ratio = recall_p50.as_secs_f64() / floor_p50.as_secs_f64();
+    // Issue 6 sets the recall target at 100k artifacts; smaller corpora are reported against
+    // the same bound without a verdict (their sub-millisecond floors are mostly noise).
+    let (recall_target, recall_verdict) = if size >= 100_000 {
+        (
+            "<= 3x floor and < 10 ms",
+            Some(recall_ratio <= 3.0 && ms(recall_p50) < 10.0),
+        )
+    } else {
+        ("report (target applies at 100k: <= 3x floor, < 10 ms)", None)
+    };
     targets::target(
         6,
         &format!("memory.recall p50 at {size} artifacts"),
         &format!("{:.3} ms = {recall_ratio:.2}x floor", ms(recall_p50)),
         &format!("bare FTS5 MATCH ... ORDER BY bm25 LIMIT: {:.3} ms", ms(floor_p50)),
-        "<= 3x floor and < 10 ms",
-        Some(recall_ratio <= 3.0 && ms(recall_p50) < 10.0),
+        recall_target,
+        recall_verdict,
     );
     targets::target(
         6,
