@@ -47,6 +47,9 @@ pub const BLOBS_DIR: &str = "blobs";
 
 /// Upper bound on idle pooled read connections.
 const MAX_IDLE_READERS: usize = 8;
+/// Prepared statements kept per read connection (`prepare_cached`): search, recall and
+/// context.build together prepare more distinct statements than rusqlite's default of 16.
+const STATEMENT_CACHE: usize = 64;
 
 /// A handle to an open store; cheap to clone.
 #[derive(Clone)]
@@ -237,6 +240,7 @@ impl Store {
         )?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.execute_batch("PRAGMA query_only = ON; PRAGMA foreign_keys = ON;")?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         Ok(conn)
     }
 
