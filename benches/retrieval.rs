@@ -19,6 +19,8 @@
 
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
+#[path = "support/rng.rs"]
+mod rng;
 #[path = "support/targets.rs"]
 mod targets;
 
@@ -33,6 +35,7 @@ use memoree::store::Store;
 use memoree::store::artifact::{self, BlobRef, NewRevision};
 use memoree::store::claim::{self, EvidenceRef, NewClaimRevision};
 use memoree::store::scope::Owner;
+use rng::Rng;
 use serde_json::{Value, json};
 
 /// Bump when the generator changes so cached corpora are rebuilt.
@@ -43,22 +46,6 @@ const QUERIES: usize = 64;
 const PERCENTILE_ROUNDS: usize = 4;
 
 static KEY: AtomicU64 = AtomicU64::new(0);
-
-/// A small deterministic generator (xorshift64*), so corpora and queries are reproducible.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 /// A pronounceable word for index `i` in a tier (`c` common, `t` topic).
 fn word(tier: char, mut i: usize) -> String {

@@ -18,6 +18,10 @@
 
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
+#[path = "support/rng.rs"]
+mod rng;
+#[path = "support/sections.rs"]
+mod sections;
 #[path = "support/targets.rs"]
 mod targets;
 
@@ -32,6 +36,8 @@ use memoree::client::socket::SocketClient;
 use memoree::paths::Endpoint;
 use memoree::protocol::Request;
 use memoree::service::Service;
+use rng::Rng;
+use sections::selected;
 use serde_json::{Value, json};
 use targets::target;
 
@@ -43,34 +49,6 @@ static KEY: AtomicU64 = AtomicU64::new(0);
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-/// Whether a section runs: all of them, or those matching the first filter argument.
-fn selected(section: &str) -> bool {
-    std::env::args()
-        .skip(1)
-        .find(|arg| !arg.starts_with('-'))
-        .is_none_or(|filter| section.contains(&filter))
-}
-
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
 }
 
 /// Pseudo-English: a fixed vocabulary drawn with Zipf weights (1/rank).

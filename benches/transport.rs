@@ -9,6 +9,8 @@
 
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
+#[path = "support/sections.rs"]
+mod sections;
 #[path = "support/targets.rs"]
 mod targets;
 
@@ -24,6 +26,7 @@ use memoree::frame::{self, MAX_FRAME_BYTES};
 use memoree::paths::Endpoint;
 use memoree::protocol::Response;
 use memoree::service::Service;
+use sections::selected;
 use serde_json::{Value, json};
 
 /// Counts live heap bytes and their high-water mark.
@@ -165,15 +168,6 @@ fn median_per_call(batches: usize, per_batch: usize, mut f: impl FnMut()) -> Dur
 
 fn full_run() -> bool {
     std::env::args().any(|arg| arg == "--bench")
-}
-
-/// Whether a section runs: all of them, or those matching the first filter argument
-/// (`cargo bench --bench transport -- frame`).
-fn selected(section: &str) -> bool {
-    std::env::args()
-        .skip(1)
-        .find(|arg| !arg.starts_with('-'))
-        .is_none_or(|filter| section.contains(&filter))
 }
 
 fn bench_round_trip(c: &mut Criterion) {

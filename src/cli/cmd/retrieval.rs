@@ -92,10 +92,17 @@ pub struct BuildArgs {
     freshness: Freshness,
 }
 
-pub(crate) fn search(args: SearchArgs, global: &GlobalArgs) -> Response {
+/// The fields the three retrieval reads share: the query words joined by spaces and the
+/// horizon flags.
+fn query_input(query: &[String], horizon: &HorizonFlags) -> Map<String, Value> {
     let mut input = Map::new();
-    input.insert("query".to_owned(), Value::from(args.query.join(" ")));
-    args.horizon.insert_into(&mut input);
+    input.insert("query".to_owned(), Value::from(query.join(" ")));
+    horizon.insert_into(&mut input);
+    input
+}
+
+pub(crate) fn search(args: SearchArgs, global: &GlobalArgs) -> Response {
+    let mut input = query_input(&args.query, &args.horizon);
     input.insert("limit".to_owned(), Value::from(args.limit));
     input.insert("include_historical".to_owned(), Value::Bool(args.include_historical));
     args.freshness.insert_into(&mut input);
@@ -103,9 +110,7 @@ pub(crate) fn search(args: SearchArgs, global: &GlobalArgs) -> Response {
 }
 
 pub(crate) fn recall(args: RecallArgs, global: &GlobalArgs) -> Response {
-    let mut input = Map::new();
-    input.insert("query".to_owned(), Value::from(args.query.join(" ")));
-    args.horizon.insert_into(&mut input);
+    let mut input = query_input(&args.query, &args.horizon);
     input.insert("max_claims".to_owned(), Value::from(args.max_claims));
     input.insert("max_artifact_refs".to_owned(), Value::from(args.max_artifact_refs));
     input.insert("max_excerpt_bytes".to_owned(), Value::from(args.max_excerpt_bytes));
@@ -114,9 +119,7 @@ pub(crate) fn recall(args: RecallArgs, global: &GlobalArgs) -> Response {
 }
 
 pub(crate) fn build(args: BuildArgs, global: &GlobalArgs) -> Response {
-    let mut input = Map::new();
-    input.insert("query".to_owned(), Value::from(args.query.join(" ")));
-    args.horizon.insert_into(&mut input);
+    let mut input = query_input(&args.query, &args.horizon);
     input.insert("limit".to_owned(), Value::from(args.limit));
     input.insert("include_historical".to_owned(), Value::Bool(args.include_historical));
     input.insert("max_bytes".to_owned(), Value::from(args.max_bytes));
