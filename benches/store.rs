@@ -1,17 +1,29 @@
 //! Write-path benchmarks: `artifact.put` and `claim.assert` through the service on a temp
 //! store, against a floor of a raw rusqlite insert-and-commit of the same bytes with the
 //! same durability settings (WAL, `synchronous=FULL`). Prints service/floor ratios.
+//!
+//! The `single_connection` section (issue 14) measures `claim.assert` and `relation.put`
+//! p50 through a daemon on one persistent connection, each call timed alone and
+//! interleaved with the raw rusqlite floor (a 1 KiB insert + commit), so machine load hits
+//! both alike. Target: p50 <= 3x the floor.
 
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
+#[path = "support/sections.rs"]
+mod sections;
 #[path = "support/targets.rs"]
 mod targets;
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
+use memoree::client::socket::SocketClient;
+use memoree::daemon::{self, DaemonConfig};
+use memoree::paths::Endpoint;
 use memoree::protocol::Request;
 use memoree::service::Service;
+use sections::selected;
 use serde_json::{Value, json};
 
 static KEY: AtomicU64 = AtomicU64::new(0);
@@ -149,9 +161,111 @@ fn report() {
     }
 }
 
+fn full_run() -> bool {
+    std::env::args().any(|arg| arg == "--bench")
+}
+
+fn percentile(samples: &mut [Duration], p: f64) -> Duration {
+    samples.sort_unstable();
+    samples[((samples.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// `claim.assert` and `relation.put` through a daemon on one persistent connection, each
+/// call timed alone and interleaved with the raw rusqlite floor.
+fn single_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("s.sock");
+    let handle = daemon::start(DaemonConfig::new(
+        Endpoint::Unix(socket.clone()),
+        dir.path().join("data"),
+    ))
+    .unwrap();
+    let client = SocketClient::new(Endpoint::Unix(socket));
+    let mut session = client.session();
+    let floor = raw_floor(dir.path());
+    let body = text(1024);
+    let mut send = |op: &str, input: Value| -> Value {
+        let request = serde_json::to_value(request(op, input)).unwrap();
+        let response = session.exchange_json(&request).unwrap();
+        assert!(response.ok, "{op}: {:?}", response.error);
+        response.result.unwrap()
+    };
+    let put = send(
+        "artifact.put",
+        json!({"kind": "note", "title": "evidence", "content": {"type": "text", "data": text(1024)}}),
+    );
+    let rounds = if full_run() { 400 } else { 20 };
+    let warmup = rounds / 10;
+    let (mut floors, mut asserts, mut relations) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds + warmup {
+        let started = Instant::now();
+        let tx = floor.unchecked_transaction().unwrap();
+        tx.execute(
+            "INSERT INTO rows (key, body) VALUES (?1, ?2)",
+            (next_key(), body.as_bytes()),
+        )
+        .unwrap();
+        tx.commit().unwrap();
+        let floor_time = started.elapsed();
+        let started = Instant::now();
+        let claim = send(
+            "claim.assert",
+            json!({"claim_type": "fact", "statement": format!("SQLite is authoritative, round {round}."),
+                   "evidence": [{"artifact_id": put["artifact_id"], "revision_id": put["revision_id"], "start_byte": 0, "end_byte": 16}]}),
+        );
+        let assert_time = started.elapsed();
+        let started = Instant::now();
+        send(
+            "relation.put",
+            json!({"source_type": "claim", "source_id": claim["claim_id"], "relation": "supports",
+                   "target_type": "artifact", "target_id": put["artifact_id"]}),
+        );
+        let relation_time = started.elapsed();
+        if round >= warmup {
+            floors.push(floor_time);
+            asserts.push(assert_time);
+            relations.push(relation_time);
+        }
+    }
+    drop(session);
+    handle.shutdown().unwrap();
+    let floor_p50 = percentile(&mut floors, 0.5);
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    println!("\n== single connection through the daemon, {rounds} interleaved rounds ==");
+    println!(
+        "raw rusqlite floor (1 KiB insert + commit): p50 {:.1} µs",
+        us(floor_p50)
+    );
+    for (op, samples) in [("claim.assert", &mut asserts), ("relation.put", &mut relations)] {
+        let p50 = percentile(samples, 0.5);
+        let p95 = percentile(samples, 0.95);
+        let ratio = p50.as_secs_f64() / floor_p50.as_secs_f64();
+        println!("{op}: p50 {:.1} µs ({ratio:.2}x floor), p95 {:.1} µs", us(p50), us(p95));
+        targets::target(
+            14,
+            &format!("{op} p50, one persistent connection through the daemon"),
+            &format!("{:.1} µs = {ratio:.2}x floor (p95 {:.1} µs)", us(p50), us(p95)),
+            &format!(
+                "raw rusqlite insert + commit of 1 KiB, WAL + synchronous=FULL, interleaved: {:.1} µs",
+                us(floor_p50)
+            ),
+            "<= 3x floor",
+            Some(ratio <= 3.0),
+        );
+    }
+}
+
 fn main() {
-    let mut criterion = Criterion::default().configure_from_args();
-    bench_writes(&mut criterion);
-    criterion.final_summary();
-    report();
+    if std::env::args().any(|arg| arg == "--list") {
+        return;
+    }
+    if selected("write") {
+        let mut criterion = Criterion::default().configure_from_args();
+        bench_writes(&mut criterion);
+        criterion.final_summary();
+        report();
+    }
+    if selected("single_connection") {
+        single_connection();
+    }
 }

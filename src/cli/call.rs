@@ -6,7 +6,8 @@ use std::io::Read;
 use serde_json::Value;
 
 use super::{GlobalArgs, cli_failure};
-use crate::protocol::{CLI_REQUEST_ID, ErrorCode, Response, TRANSPORT_REQUEST_ID, limits};
+use crate::protocol::document::{self, Document};
+use crate::protocol::{CLI_REQUEST_ID, ErrorBody, ErrorCode, Response, TRANSPORT_REQUEST_ID, limits};
 
 /// Reads stdin (bounded by the frame limit) and parses it as one JSON document.
 pub(crate) fn read_request() -> Result<Value, Response> {
@@ -33,12 +34,30 @@ pub(crate) fn read_request() -> Result<Value, Response> {
             "invalid request: stdin is empty; send exactly one JSON request object",
         ));
     }
-    serde_json::from_slice(&bytes).map_err(|e| {
-        cli_failure(
-            ErrorCode::InvalidRequest,
-            format!("invalid request: stdin is not a valid request: {e}"),
+    let invalid = |request_id: &str, problem: String| {
+        Response::failure(
+            request_id,
+            ErrorBody::new(
+                ErrorCode::InvalidRequest,
+                format!("invalid request: stdin is not a valid request: {problem}"),
+            ),
         )
-    })
+    };
+    match document::parse(&bytes) {
+        Ok(Document { value, duplicate: None }) => Ok(value),
+        Ok(Document {
+            value,
+            duplicate: Some(duplicate),
+        }) => {
+            let request_id = if duplicate.is_request_id() {
+                CLI_REQUEST_ID
+            } else {
+                crate::service::request_id_of(&value, CLI_REQUEST_ID)
+            };
+            Err(invalid(request_id, duplicate.to_string()))
+        }
+        Err(e) => Err(invalid(CLI_REQUEST_ID, e.to_string())),
+    }
 }
 
 pub(crate) fn run(global: &GlobalArgs) -> Response {

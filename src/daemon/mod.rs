@@ -37,12 +37,13 @@ use crate::client::socket::CONNECTION_LIMIT_REASON;
 use crate::fsutil::FsError;
 use crate::paths::{Endpoint, LAYOUT_ENTRIES};
 use crate::protocol::limits::{MAX_CONCURRENT_CONNECTIONS, MAX_FRAME_BYTES};
-use crate::protocol::{ErrorBody, ErrorCode};
+use crate::protocol::{ErrorBody, ErrorCode, Response, TRANSPORT_REQUEST_ID};
 use crate::service::{Runtime, Service, ServiceError, error_body};
 use crate::store::Store;
 
-/// Connections refused with a busy envelope that may be in flight at once; beyond this a
-/// refused connection is closed without a reply.
+/// Refused connections that may linger at once (busy envelope written, the peer's unread
+/// request drained for `linger` so the reply survives). Beyond this a refused connection
+/// still gets the envelope, written without waiting, and is closed at once.
 const MAX_PENDING_REFUSALS: usize = 64;
 
 /// Server-side time limits.
@@ -316,6 +317,10 @@ async fn serve(prepared: Prepared, shutdown: impl Future<Output = ()>) -> Result
     } = prepared;
     let (listener, socket_guard) = bound.into_async()?;
     let ctx = Arc::new(connection::Ctx {
+        busy_frame: connection::encode_response(
+            &Response::failure(TRANSPORT_REQUEST_ID, busy_error_body(config.max_connections)),
+            config.max_frame_bytes,
+        ),
         service: service.clone(),
         timeouts: config.timeouts,
         max_frame_bytes: config.max_frame_bytes,
@@ -377,12 +382,15 @@ fn admit(
                 max_connections = ctx.max_connections,
                 "connection limit reached; refusing a connection"
             );
-            if let Ok(permit) = Arc::clone(refusals).try_acquire_owned() {
-                let ctx = Arc::clone(ctx);
-                tokio::spawn(async move {
-                    connection::refuse_busy(conn, &ctx).await;
-                    drop(permit);
-                });
+            match Arc::clone(refusals).try_acquire_owned() {
+                Ok(permit) => {
+                    let ctx = Arc::clone(ctx);
+                    tokio::spawn(async move {
+                        connection::refuse_busy(conn, &ctx).await;
+                        drop(permit);
+                    });
+                }
+                Err(_) => connection::refuse_busy_now(conn, &ctx.busy_frame),
             }
         }
     }

@@ -234,6 +234,33 @@ fn the_connection_over_the_limit_gets_a_retryable_busy_envelope() {
 }
 
 #[test]
+fn connections_beyond_the_lingering_refusals_still_get_the_busy_envelope() {
+    let fixture = Fixture::start_with(|config| {
+        config.timeouts.idle = Duration::from_secs(10);
+        config.timeouts.linger = Duration::from_secs(10);
+    });
+    let mut held: Vec<UnixStream> = (0..4).map(|_| fixture.raw()).collect();
+    for (i, stream) in held.iter_mut().enumerate() {
+        send(stream, &serde_json::to_vec(&capabilities(&format!("req_{i}"))).unwrap());
+        assert!(receive(stream).unwrap().ok);
+    }
+    // Every refused connection stays open, so the first 64 refusals linger and the rest
+    // overflow the refusal backlog.
+    let mut refused = Vec::new();
+    for i in 0..MAX_PENDING_REFUSALS + 16 {
+        let mut stream = fixture.raw();
+        let response = receive(&mut stream).unwrap_or_else(|| panic!("refused connection {i} got no reply"));
+        assert!(is_busy(&response), "connection {i}: {response:?}");
+        assert_eq!(response.request_id, TRANSPORT_REQUEST_ID);
+        refused.push(stream);
+    }
+    assert!(
+        receive(refused.last_mut().unwrap()).is_none(),
+        "the overflow reply is the last frame"
+    );
+}
+
+#[test]
 fn shutdown_removes_the_socket_and_keeps_the_lock_files() {
     let mut fixture = Fixture::start();
     fixture.stop();

@@ -5,6 +5,7 @@
 pub mod admin;
 pub mod artifact;
 pub mod claim;
+pub mod document;
 mod envelope;
 mod error_code;
 pub mod limits;

@@ -22,6 +22,7 @@ use serde_json::Value;
 
 pub use error::{ServiceError, error_body};
 
+use crate::protocol::document::{self, Document};
 use crate::protocol::{
     AmbientContext, Horizon, Operation, PROTOCOL_VERSION, Request, ResolvedContext, Response, TRANSPORT_REQUEST_ID,
     Warning,
@@ -148,9 +149,26 @@ impl Service {
     /// Serves one raw request (a JSON document). Malformed JSON gets an `INVALID_REQUEST`
     /// envelope; when the document is an object with a string `request_id`, that id is
     /// echoed, otherwise `fallback_request_id` is used.
+    ///
+    /// A document that repeats an object key anywhere is refused with `INVALID_REQUEST`
+    /// naming the key (see [`document`]), before anything else is checked.
     pub fn handle_json(&self, bytes: &[u8], fallback_request_id: &str) -> Response {
-        match serde_json::from_slice::<Value>(bytes) {
-            Ok(value) => self.handle_value(value, fallback_request_id),
+        match document::parse(bytes) {
+            Ok(Document { value, duplicate: None }) => self.handle_value(value, fallback_request_id),
+            Ok(Document {
+                value,
+                duplicate: Some(duplicate),
+            }) => {
+                let request_id = if duplicate.is_request_id() {
+                    fallback_request_id
+                } else {
+                    request_id_of(&value, fallback_request_id)
+                };
+                failure(
+                    request_id,
+                    ServiceError::invalid(format!("invalid request JSON: {duplicate}")),
+                )
+            }
             Err(e) => failure(
                 fallback_request_id,
                 ServiceError::invalid(format!("invalid request JSON: {e}")),
@@ -160,12 +178,7 @@ impl Service {
 
     /// Serves one request given as a JSON value (see [`Service::handle_json`]).
     pub fn handle_value(&self, value: Value, fallback_request_id: &str) -> Response {
-        let request_id = value
-            .get("request_id")
-            .and_then(Value::as_str)
-            .filter(|id| !id.is_empty() && id.len() <= limits::MAX_REQUEST_ID_BYTES)
-            .unwrap_or(fallback_request_id)
-            .to_owned();
+        let request_id = request_id_of(&value, fallback_request_id).to_owned();
         if !value.is_object() {
             return failure(&request_id, ServiceError::invalid("the request must be a JSON object"));
         }
@@ -320,6 +333,15 @@ fn request_horizon(input: &Value) -> Result<Horizon, ServiceError> {
         Some(value) => serde_json::from_value(value.clone())
             .map_err(|_| ServiceError::invalid("horizon must be one of ambient, workspace, personal")),
     }
+}
+
+/// The document's own `request_id` when it is a string of 1..=256 bytes, else the fallback.
+pub fn request_id_of<'a>(document: &'a Value, fallback_request_id: &'a str) -> &'a str {
+    document
+        .get("request_id")
+        .and_then(Value::as_str)
+        .filter(|id| !id.is_empty() && id.len() <= limits::MAX_REQUEST_ID_BYTES)
+        .unwrap_or(fallback_request_id)
 }
 
 fn failure(request_id: &str, error: ServiceError) -> Response {

@@ -46,6 +46,15 @@ pub fn cursor(field: &str, value: Option<i64>) -> Result<Option<i64>, ServiceErr
     }
 }
 
+/// A history cursor: an exclusive revision number. At or below 1 (0 included) it validly
+/// selects an empty final page; only a negative number is refused.
+pub fn history_cursor(field: &str, value: Option<i64>) -> Result<Option<i64>, ServiceError> {
+    match value {
+        Some(v) if v < 0 => Err(ServiceError::invalid(format!("{field} must be at least 0, got {v}"))),
+        other => Ok(other),
+    }
+}
+
 /// A JSON object stored as untrusted reference data, bounded by its encoded size.
 pub fn metadata(field: &str, value: &serde_json::Map<String, serde_json::Value>) -> Result<String, ServiceError> {
     let encoded = serde_json::Value::Object(value.clone()).to_string();

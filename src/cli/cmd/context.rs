@@ -78,15 +78,25 @@ enum SessionCommand {
 /// Run CMD with `MEMOREE_CONTEXT` set to the ambient context narrowed to task NAME.
 ///
 /// The task id is derived from the workspace, project and NAME, so the same name always
-/// names the same task. The command's own output and exit status pass through.
+/// names the same task. The command's own output and exit status pass through. Everything
+/// from the first word that is not a `session exec` flag on (or everything after `--`)
+/// is the command and its arguments, flags included.
 #[derive(Debug, Args)]
-#[command(after_help = "Example:\n  memoree session exec --task fix-auth -- sh -c 'memoree context show'")]
+#[command(
+    after_help = "Examples:\n  memoree session exec --task fix-auth -- sh -c 'memoree context show'\n  \
+                        memoree session exec --task fix-auth codex --model o3"
+)]
 struct ExecArgs {
     /// The task name.
     #[arg(long)]
     task: String,
-    /// The command and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "CMD")]
+    /// The command and its arguments (optionally after `--`).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        required = true,
+        value_name = "CMD"
+    )]
     command: Vec<OsString>,
 }
 
@@ -208,4 +218,53 @@ pub(crate) fn require_context(what: &'static str) -> Result<(AmbientContext, Con
 /// The error body for an ambient failure; the message is the error's complete text.
 pub(crate) fn ambient_error(error: &AmbientError) -> ErrorBody {
     ErrorBody::new(error.code(), error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    fn exec_command(args: &[&str]) -> Vec<String> {
+        let cli = Cli::try_parse_from(["memoree", "session", "exec"].iter().chain(args))
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        let Command::Session(SessionArgs {
+            command: SessionCommand::Exec(exec),
+        }) = cli.command
+        else {
+            panic!("{args:?} did not parse as session exec");
+        };
+        exec.command.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+    }
+
+    #[test]
+    fn session_exec_takes_the_command_with_or_without_a_double_dash() {
+        assert_eq!(exec_command(&["--task", "t", "true"]), ["true"]);
+        assert_eq!(exec_command(&["--task", "t", "--", "true"]), ["true"]);
+        assert_eq!(
+            exec_command(&["--task", "t", "sh", "-c", "echo --task x"]),
+            ["sh", "-c", "echo --task x"]
+        );
+        // Flags after the command belong to the command, even memoree's own.
+        assert_eq!(
+            exec_command(&["--task", "t", "codex", "--task", "b", "--pretty", "-x"]),
+            ["codex", "--task", "b", "--pretty", "-x"]
+        );
+        // A nested session keeps its own `--`.
+        assert_eq!(
+            exec_command(&[
+                "--task", "a", "--", "memoree", "session", "exec", "--task", "b", "--", "cmd"
+            ]),
+            ["memoree", "session", "exec", "--task", "b", "--", "cmd"]
+        );
+        assert_eq!(
+            exec_command(&["--task", "a", "memoree", "session", "exec", "--task", "b", "--", "cmd"]),
+            ["memoree", "session", "exec", "--task", "b", "--", "cmd"]
+        );
+        assert!(Cli::try_parse_from(["memoree", "session", "exec", "--task", "t"]).is_err());
+        assert!(Cli::try_parse_from(["memoree", "session", "exec", "--task", "t", "--"]).is_err());
+        assert!(Cli::try_parse_from(["memoree", "session", "exec", "true"]).is_err());
+    }
 }

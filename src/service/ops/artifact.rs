@@ -134,7 +134,7 @@ pub(super) fn history(service: &Service, call: &Call<'_>) -> Result<Output, Serv
     let input: ArtifactHistoryInput = call.input()?;
     validate::id("artifact_id", &input.artifact_id)?;
     let limit = validate::limit("limit", input.limit, limits::MAX_HISTORY_ITEMS)?;
-    let before = validate::cursor("before_revision_number", input.before_revision_number)?;
+    let before = validate::history_cursor("before_revision_number", input.before_revision_number)?;
     let (rows, truncated) = service.store().read(|conn| {
         if !store_artifact::exists(conn, &input.artifact_id)? {
             return Err(StoreError::NotFound(format!("artifact {}", input.artifact_id)));

@@ -120,7 +120,7 @@ pub(super) fn history(service: &Service, call: &Call<'_>) -> Result<Output, Serv
     let input: ClaimHistoryInput = call.input()?;
     validate::id("claim_id", &input.claim_id)?;
     let limit = validate::limit("limit", input.limit, limits::MAX_HISTORY_ITEMS)?;
-    let before = validate::cursor("before_revision_number", input.before_revision_number)?;
+    let before = validate::history_cursor("before_revision_number", input.before_revision_number)?;
     let (rows, truncated) = service.store().read(|conn| {
         if !store_claim::exists(conn, &input.claim_id)? {
             return Err(StoreError::NotFound(format!("claim {}", input.claim_id)));
