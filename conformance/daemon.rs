@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use memoree::client::Transport as _;
 use memoree::client::socket::SocketClient;
 use memoree::paths::Endpoint;
 use serde_json::{Value, json};

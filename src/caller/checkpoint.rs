@@ -7,7 +7,6 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -256,14 +255,8 @@ impl CheckpointStore {
             .mode(0o600)
             .open(&path)
             .map_err(|e| CallerError::io(format!("opening {}", path.display()), e))?;
-        // SAFETY: the descriptor is owned by `file`, which outlives the call.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-        if rc != 0 {
-            return Err(CallerError::io(
-                format!("locking {}", path.display()),
-                std::io::Error::last_os_error(),
-            ));
-        }
+        file.lock()
+            .map_err(|e| CallerError::io(format!("locking {}", path.display()), e))?;
         Ok(StoreLock { _file: file })
     }
 

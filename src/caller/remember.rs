@@ -15,14 +15,16 @@
 use std::io::Read;
 use std::path::Path;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::CallerError;
 use super::compiler::{Compiler, CompilerReport, MAX_COMPILE_SOURCE_BYTES};
 use super::findings::{QualityReport, assess};
 use super::proposal::{PlanClaims, PlannedClaim, REMEMBER_SCHEMA_VERSION};
+use crate::protocol::artifact::{ArtifactContent, ArtifactPutInput};
+use crate::protocol::claim::{ClaimAssertInput, EvidenceLocator};
 use crate::protocol::limits::{MAX_ARTIFACT_BYTES, MAX_KIND_BYTES, MAX_TITLE_BYTES};
-use crate::protocol::{Operation, Warning};
+use crate::protocol::{Input, Operation, Warning};
 
 /// The artifact kind when `--kind` is not given.
 pub const DEFAULT_KIND: &str = "memory_note";
@@ -139,12 +141,19 @@ pub struct RememberOptions {
     pub idempotency_key: Option<String>,
 }
 
-/// One protocol mutation to submit, in order.
+/// One protocol mutation to submit, in order: its typed input and the idempotency key
+/// derived from the exact source.
 #[derive(Clone, Debug, PartialEq)]
-pub struct PlannedMutation {
-    pub op: Operation,
+pub struct Planned<I> {
     pub idempotency_key: String,
-    pub input: Value,
+    pub input: I,
+}
+
+impl<I: Input> Planned<I> {
+    /// The operation this mutation is.
+    pub fn op(&self) -> Operation {
+        I::OP
+    }
 }
 
 /// A complete remember plan.
@@ -320,33 +329,34 @@ impl RememberPlan {
     }
 
     /// The `artifact.put` that stores the exact note.
-    pub fn artifact_put(&self, actor: &str) -> PlannedMutation {
-        let mut provenance = json!({
-            "source": self.source.label,
-            "input_digest": self.input_digest,
-            "remember_schema_version": REMEMBER_SCHEMA_VERSION,
-            "compiler": self.compiler.mode,
-        });
+    pub fn artifact_put(&self, actor: &str) -> Planned<ArtifactPutInput> {
+        let mut provenance = Map::new();
+        provenance.insert("source".to_owned(), Value::from(self.source.label.as_str()));
+        provenance.insert("input_digest".to_owned(), Value::from(self.input_digest.as_str()));
+        provenance.insert(
+            "remember_schema_version".to_owned(),
+            Value::from(REMEMBER_SCHEMA_VERSION),
+        );
+        provenance.insert("compiler".to_owned(), Value::from(self.compiler.mode));
         if let Some(model) = self.compiler.model {
-            provenance["model"] = json!(model);
+            provenance.insert("model".to_owned(), Value::from(model));
         }
-        PlannedMutation {
-            op: Operation::ArtifactPut,
+        Planned {
             idempotency_key: derived_key(&format!("{}\0artifact", self.logical_key)),
-            input: json!({
-                "kind": self.kind,
-                "title": self.title,
-                "media_type": MEDIA_TYPE,
-                "content": { "type": "text", "data": self.source.text },
-                "provenance": provenance,
-                "actor": actor,
-            }),
+            input: ArtifactPutInput {
+                kind: self.kind.clone(),
+                title: self.title.clone(),
+                media_type: MEDIA_TYPE.to_owned(),
+                content: ArtifactContent::Text(self.source.text.clone()),
+                provenance,
+                actor: Some(actor.to_owned()),
+            },
         }
     }
 
     /// One `claim.assert` per accepted claim, citing the stored revision with exact spans.
     /// Confidence and validity are deliberately unset.
-    pub fn claim_asserts(&self, artifact_id: &str, revision_id: &str, actor: &str) -> Vec<PlannedMutation> {
+    pub fn claim_asserts(&self, artifact_id: &str, revision_id: &str, actor: &str) -> Vec<Planned<ClaimAssertInput>> {
         let mut seen_spans: Vec<String> = Vec::new();
         self.claims
             .accepted
@@ -361,27 +371,27 @@ impl RememberPlan {
                 } else {
                     format!("#{}", repeat + 1)
                 };
-                let evidence: Vec<Value> = claim
+                let evidence = claim
                     .evidence
                     .iter()
-                    .map(|span| {
-                        json!({
-                            "artifact_id": artifact_id,
-                            "revision_id": revision_id,
-                            "start_byte": span.start,
-                            "end_byte": span.end,
-                        })
+                    .map(|span| EvidenceLocator {
+                        artifact_id: artifact_id.into(),
+                        revision_id: revision_id.into(),
+                        start_byte: Some(span.start as u64),
+                        end_byte: Some(span.end as u64),
                     })
                     .collect();
-                PlannedMutation {
-                    op: Operation::ClaimAssert,
+                Planned {
                     idempotency_key: derived_key(&format!("{}\0claim-spans:{spans}{suffix}", self.logical_key)),
-                    input: json!({
-                        "claim_type": claim.claim_type.as_str(),
-                        "statement": claim.statement,
-                        "evidence": evidence,
-                        "actor": actor,
-                    }),
+                    input: ClaimAssertInput {
+                        claim_type: claim.claim_type,
+                        statement: claim.statement.clone(),
+                        confidence: None,
+                        evidence,
+                        valid_from: None,
+                        valid_until: None,
+                        actor: Some(actor.to_owned()),
+                    },
                 }
             })
             .collect()

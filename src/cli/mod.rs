@@ -2,13 +2,15 @@
 //! prints exactly one envelope. Usage errors print clap's text on stderr with exit 2 and
 //! leave stdout empty; `session exec` is the one command that prints nothing itself.
 //!
-//! One file per command family lives in `cmd/`; `request.rs` builds and sends the
-//! requests of the human wrappers; `evidence.rs` parses `--evidence` locators.
+//! One file per command family lives in `cmd/`; `request.rs` builds and sends the typed
+//! requests of the human wrappers; `evidence.rs` parses `--evidence` locators; `error.rs`
+//! is the one place a failure becomes an envelope.
 
 mod call;
 mod cmd;
 mod daemon_cmd;
 mod demo;
+pub mod error;
 pub mod evidence;
 pub mod exit;
 pub mod output;
@@ -20,7 +22,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::protocol::{CLI_REQUEST_ID, ErrorBody, ErrorCode, Response};
+use self::error::CliResult;
+use crate::protocol::Response;
 
 /// Memoree: durable, cited, scoped memory for AI agents.
 #[derive(Debug, Parser)]
@@ -103,6 +106,13 @@ impl From<Response> for Outcome {
     }
 }
 
+impl From<CliResult<Response>> for Outcome {
+    /// A failure becomes its envelope here, once.
+    fn from(result: CliResult<Response>) -> Outcome {
+        Outcome::from(result.unwrap_or_else(|failure| failure.into_response()))
+    }
+}
+
 /// Parses the process arguments and runs the command.
 pub fn main() -> ExitCode {
     init_logging();
@@ -175,11 +185,6 @@ fn init_logging() {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .try_init();
-}
-
-/// A CLI-side failure before any request existed.
-pub(crate) fn cli_failure(code: ErrorCode, message: impl Into<String>) -> Response {
-    Response::failure(CLI_REQUEST_ID, ErrorBody::new(code, message))
 }
 
 #[cfg(test)]

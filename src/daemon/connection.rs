@@ -20,8 +20,8 @@ use tokio::time::timeout;
 
 use super::listener::Conn;
 use super::{ServerTimeouts, memory};
-use crate::client::socket::describe as seconds;
 use crate::frame::{self, FrameError};
+use crate::net::describe as seconds;
 use crate::protocol::{ErrorBody, ErrorCode, Response, TRANSPORT_REQUEST_ID};
 use crate::service::{Service, ServiceError, error_body};
 
@@ -112,12 +112,13 @@ where
                 return;
             }
             Err(_) => {
-                let message = format!(
-                    "transport error: frame read timed out after {}",
-                    seconds(ctx.timeouts.read)
+                let response = Response::failure(
+                    TRANSPORT_REQUEST_ID,
+                    ErrorBody::prefixed(
+                        ErrorCode::TransportError,
+                        format_args!("frame read timed out after {}", seconds(ctx.timeouts.read)),
+                    ),
                 );
-                let response =
-                    Response::failure(TRANSPORT_REQUEST_ID, ErrorBody::new(ErrorCode::TransportError, message));
                 reply_and_close(&mut stream, &encode_response(&response, ctx.max_frame_bytes), ctx).await;
                 return;
             }
@@ -148,8 +149,7 @@ where
 async fn respond(service: &Service, body: Vec<u8>, max_frame_bytes: usize) -> Vec<u8> {
     let service = service.clone();
     let served = tokio::task::spawn_blocking(move || {
-        let response = service.handle_json(&body, TRANSPORT_REQUEST_ID);
-        drop(body);
+        let response = service.handle_body(body, TRANSPORT_REQUEST_ID);
         encode_response(&response, max_frame_bytes)
     })
     .await;

@@ -33,11 +33,10 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::sync::{Semaphore, oneshot, watch};
 
-use crate::client::socket::CONNECTION_LIMIT_REASON;
 use crate::fsutil::FsError;
 use crate::paths::{Endpoint, LAYOUT_ENTRIES};
 use crate::protocol::limits::{MAX_CONCURRENT_CONNECTIONS, MAX_FRAME_BYTES};
-use crate::protocol::{ErrorBody, ErrorCode, Response, TRANSPORT_REQUEST_ID};
+use crate::protocol::{CONNECTION_LIMIT_REASON, ErrorBody, ErrorCode, Response, TRANSPORT_REQUEST_ID};
 use crate::service::{Runtime, Service, ServiceError, error_body};
 use crate::store::Store;
 
@@ -143,34 +142,27 @@ impl DaemonError {
         }
     }
 
-    /// The wire code reported for this failure.
+    /// The wire code reported for this failure (the message gets that code's prefix).
     pub fn code(&self) -> ErrorCode {
-        self.to_error_body().code
-    }
-
-    /// The error body `memoree serve` prints for this failure.
-    pub fn to_error_body(&self) -> ErrorBody {
         match self {
-            DaemonError::Store(error) => error_body(error),
+            DaemonError::Store(error) => error_body(error).code,
             DaemonError::NonLoopback { .. } | DaemonError::NotASocket { .. } | DaemonError::Fs(_) => {
-                ErrorBody::new(ErrorCode::ConfigError, format!("configuration error: {self}"))
+                ErrorCode::ConfigError
             }
             DaemonError::DataDirLocked { .. }
             | DaemonError::EndpointLocked { .. }
             | DaemonError::AlreadyServing { .. }
             | DaemonError::ProbeTimedOut { .. }
-            | DaemonError::Io { .. } => ErrorBody::new(ErrorCode::TransportError, format!("transport error: {self}")),
+            | DaemonError::Io { .. } => ErrorCode::TransportError,
         }
     }
 }
 
 /// The error body of the envelope a connection over the limit receives.
 pub fn busy_error_body(max_connections: usize) -> ErrorBody {
-    ErrorBody::new(
+    ErrorBody::prefixed(
         ErrorCode::TransportError,
-        format!(
-            "transport error: connection limit reached: the daemon serves at most {max_connections} connections at once"
-        ),
+        format_args!("connection limit reached: the daemon serves at most {max_connections} connections at once"),
     )
     .with_retryable(true)
     .with_hint("Retry the same request shortly, with backoff.")

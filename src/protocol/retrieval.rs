@@ -6,8 +6,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::relation::EntityType;
-use super::{AmbientContext, Horizon, limits};
+use super::claim::{ClaimType, EvidenceLocator};
+use super::ids::{ArtifactId, ArtifactRevisionId, ClaimId, ClaimRevisionId, RelationId, RevisionId};
+use super::relation::{EntityStatus, EntityType, horizon_input};
+use super::{AmbientContext, Horizon, Input, Label, Operation, limits};
 
 fn yes() -> bool {
     true
@@ -34,7 +36,7 @@ fn default_max_bytes() -> u64 {
 }
 
 /// The `recency` object: whether `bounded_recency_v1` reorders the lexical top-K.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RecencyInput {
     #[serde(default = "yes")]
@@ -47,31 +49,51 @@ impl Default for RecencyInput {
     }
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SearchInput {
     pub query: String,
     #[serde(default)]
     pub horizon: Horizon,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     #[serde(default = "default_search_limit")]
     pub limit: i64,
     #[serde(default)]
     pub include_historical: bool,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_commit_seq: Option<i64>,
     #[serde(default)]
     pub recency: RecencyInput,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+impl SearchInput {
+    /// A search of the ambient horizon with the defaults.
+    pub fn new(query: impl Into<String>) -> SearchInput {
+        SearchInput {
+            query: query.into(),
+            horizon: Horizon::Ambient,
+            reason: None,
+            limit: default_search_limit(),
+            include_historical: false,
+            min_commit_seq: None,
+            recency: RecencyInput::default(),
+        }
+    }
+}
+
+impl Input for SearchInput {
+    const OP: Operation = Operation::Search;
+    type Output = SearchResult;
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RecallInput {
     pub query: String,
     #[serde(default)]
     pub horizon: Horizon,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     #[serde(default = "default_max_claims")]
     pub max_claims: i64,
@@ -79,31 +101,75 @@ pub struct RecallInput {
     pub max_artifact_refs: i64,
     #[serde(default = "default_max_excerpt_bytes")]
     pub max_excerpt_bytes: i64,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_commit_seq: Option<i64>,
     #[serde(default)]
     pub recency: RecencyInput,
 }
 
+impl RecallInput {
+    /// A recall of the ambient horizon with the defaults.
+    pub fn new(query: impl Into<String>) -> RecallInput {
+        RecallInput {
+            query: query.into(),
+            horizon: Horizon::Ambient,
+            reason: None,
+            max_claims: default_max_claims(),
+            max_artifact_refs: default_max_artifact_refs(),
+            max_excerpt_bytes: default_max_excerpt_bytes(),
+            min_commit_seq: None,
+            recency: RecencyInput::default(),
+        }
+    }
+}
+
+impl Input for RecallInput {
+    const OP: Operation = Operation::MemoryRecall;
+    type Output = RecallResult;
+}
+
 /// The search fields, declared one by one, plus the byte budget.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ContextBuildInput {
     pub query: String,
     #[serde(default)]
     pub horizon: Horizon,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     #[serde(default = "default_search_limit")]
     pub limit: i64,
     #[serde(default)]
     pub include_historical: bool,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_commit_seq: Option<i64>,
     #[serde(default)]
     pub recency: RecencyInput,
     #[serde(default = "default_max_bytes")]
     pub max_bytes: u64,
+}
+
+impl Input for ContextBuildInput {
+    const OP: Operation = Operation::ContextBuild;
+    type Output = ContextBundle;
+}
+
+horizon_input!(SearchInput, RecallInput, ContextBuildInput);
+
+impl ContextBuildInput {
+    /// A bundle for `query` at the ambient horizon with the defaults.
+    pub fn new(query: impl Into<String>) -> ContextBuildInput {
+        ContextBuildInput {
+            query: query.into(),
+            horizon: Horizon::Ambient,
+            reason: None,
+            limit: default_search_limit(),
+            include_historical: false,
+            min_commit_seq: None,
+            recency: RecencyInput::default(),
+            max_bytes: default_max_bytes(),
+        }
+    }
 }
 
 impl ContextBuildInput {
@@ -122,9 +188,9 @@ impl ContextBuildInput {
 }
 
 /// How a hit's final position was computed.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SearchRanking {
-    pub policy_version: &'static str,
+    pub policy_version: Label,
     pub recency_enabled: bool,
     pub recency_eligible: bool,
     pub lexical_score: f64,
@@ -135,132 +201,132 @@ pub struct SearchRanking {
     pub final_position: usize,
     pub max_promotion: usize,
     pub effective_at: String,
-    pub effective_at_basis: &'static str,
+    pub effective_at_basis: Label,
     pub evaluated_at: String,
-    pub decay_class: &'static str,
+    pub decay_class: Label,
 }
 
 /// The currentness details the server builds as a claim hit's `provenance`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClaimHitProvenance {
-    pub claim_type: String,
-    pub evidence: Vec<super::claim::EvidenceLocator>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claim_type: ClaimType,
+    pub evidence: Vec<EvidenceLocator>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confidence: Option<f64>,
     pub valid_from: Option<String>,
     pub valid_until: Option<String>,
     pub evaluated_at: String,
     /// `current`, `future` or `expired`.
-    pub temporal_state: &'static str,
+    pub temporal_state: Label,
     pub is_current_revision: bool,
     /// Current revision, non-terminal status, and a `current` temporal state.
     pub is_current: bool,
 }
 
 /// One ranked reference; its title and excerpt are untrusted.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SearchHit {
     pub entity_type: EntityType,
     pub entity_id: String,
-    pub revision_id: String,
-    pub status: String,
+    pub revision_id: RevisionId,
+    pub status: EntityStatus,
     pub title: String,
     pub excerpt: String,
     pub citation: String,
     pub context: AmbientContext,
     pub score: f64,
     pub ranking: SearchRanking,
-    pub matched_by: Vec<&'static str>,
+    pub matched_by: Vec<Label>,
     /// Stored artifact provenance, or a serialized [`ClaimHitProvenance`].
     pub provenance: Value,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SearchResult {
     pub query: String,
     pub horizon: Horizon,
-    pub retrieval_mode: &'static str,
+    pub retrieval_mode: Label,
     pub hits: Vec<SearchHit>,
     pub truncated: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refine_hint: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub broaden_hint: Option<String>,
 }
 
 /// One open contradiction: `left_id` is the relation's source claim, `right_id` its target.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConflictSummary {
-    pub left_id: String,
-    pub right_id: String,
-    pub relation_id: String,
+    pub left_id: ClaimId,
+    pub right_id: ClaimId,
+    pub relation_id: RelationId,
 }
 
-/// `current`, or `disputed` when an open contradiction involves the claim.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RecallClaimStatus {
-    Current,
-    Disputed,
+crate::wire_enum! {
+    /// `current`, or `disputed` when an open contradiction involves the claim.
+    pub enum RecallClaimStatus {
+        Current = "current",
+        Disputed = "disputed",
+    }
 }
 
-/// What recall found in the searched horizons.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RecallPresence {
-    Claims,
-    ArtifactsOnly,
-    None,
+crate::wire_enum! {
+    /// What recall found in the searched horizons.
+    pub enum RecallPresence {
+        Claims = "claims",
+        ArtifactsOnly = "artifacts_only",
+        None = "none",
+    }
 }
 
 /// One exact evidence citation of a recalled claim, with an optional source preview.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RecallEvidenceReference {
-    pub artifact_id: String,
-    pub revision_id: String,
+    pub artifact_id: ArtifactId,
+    pub revision_id: ArtifactRevisionId,
     pub citation: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_byte: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_byte: Option<u64>,
     pub title: String,
     pub media_type: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub excerpt: Option<String>,
     pub excerpt_truncated: bool,
 }
 
 /// A current claim that matched; not a truth score.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RecallClaim {
-    pub claim_id: String,
-    pub revision_id: String,
-    pub claim_type: String,
+    pub claim_id: ClaimId,
+    pub revision_id: ClaimRevisionId,
+    pub claim_type: ClaimType,
     pub status: RecallClaimStatus,
     pub statement: String,
     pub citation: String,
     pub evidence: Vec<RecallEvidenceReference>,
-    pub conflict_relation_ids: Vec<String>,
+    pub conflict_relation_ids: Vec<RelationId>,
     pub score: f64,
-    pub matched_by: Vec<&'static str>,
+    pub matched_by: Vec<Label>,
 }
 
 /// A bounded reference to matching source material.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RecallArtifactReference {
-    pub artifact_id: String,
-    pub revision_id: String,
+    pub artifact_id: ArtifactId,
+    pub revision_id: ArtifactRevisionId,
     pub citation: String,
     pub title: String,
-    pub status: String,
+    pub status: EntityStatus,
     pub excerpt: String,
     pub excerpt_truncated: bool,
     pub score: f64,
-    pub matched_by: Vec<&'static str>,
-    pub risk_signals: Vec<&'static str>,
+    pub matched_by: Vec<Label>,
+    pub risk_signals: Vec<Label>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RecallResult {
     pub content_is_untrusted: bool,
     pub query: String,
@@ -271,23 +337,23 @@ pub struct RecallResult {
     pub artifact_refs: Vec<RecallArtifactReference>,
     pub claims_truncated: bool,
     pub artifact_refs_truncated: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claims_refine_hint: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact_refs_refine_hint: Option<String>,
 }
 
 /// What the bundle included for one retrieved hit.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BundleManifestItem {
     pub citation: String,
     pub entity_type: EntityType,
     pub entity_id: String,
-    pub revision_id: String,
-    pub status: String,
+    pub revision_id: RevisionId,
+    pub status: EntityStatus,
     pub context: AmbientContext,
     pub provenance: Value,
-    pub risk_signals: Vec<&'static str>,
+    pub risk_signals: Vec<Label>,
     /// Bytes of the hit's own excerpt.
     pub source_excerpt_bytes: usize,
     /// Bytes of that excerpt actually rendered; 0 when the placeholder stood in.
@@ -299,7 +365,7 @@ pub struct BundleManifestItem {
 }
 
 /// `context.build` result: byte-bounded Markdown and the manifest of what it holds.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ContextBundle {
     pub content_is_untrusted: bool,
     pub query: String,
@@ -309,9 +375,9 @@ pub struct ContextBundle {
     /// Included hits only, in rendered order.
     pub manifest: Vec<BundleManifestItem>,
     pub retrieval_truncated: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refine_hint: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub broaden_hint: Option<String>,
     /// Hits left out by the byte budget, and nothing else.
     pub omitted_count: usize,

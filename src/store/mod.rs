@@ -18,8 +18,10 @@ mod migrate;
 pub mod reindex;
 pub mod relation;
 pub mod restore;
+pub mod revisioned;
 pub mod scope;
 pub mod search;
+mod sql;
 #[cfg(test)]
 pub(crate) mod test_seed;
 pub mod verify;
@@ -38,6 +40,8 @@ pub use migrate::{SCHEMA_VERSION, schema_version};
 
 use crate::blob::BlobStore;
 use crate::fault::DiskFullFlag;
+use crate::protocol::Operation;
+use crate::protocol::ids::EventId;
 use crate::timefmt::{self, Timestamp};
 
 /// File name of the database inside the data directory.
@@ -99,47 +103,65 @@ impl<'c> Tx<'c> {
 
     /// Takes the next commit sequence value.
     pub fn next_commit_seq(&self) -> StoreResult<i64> {
-        Ok(self.conn.query_row(
-            "UPDATE commit_state SET commit_seq = commit_seq + 1 WHERE id = 1 RETURNING commit_seq",
-            [],
-            |row| row.get(0),
-        )?)
+        Ok(self
+            .conn
+            .prepare_cached("UPDATE commit_state SET commit_seq = commit_seq + 1 WHERE id = 1 RETURNING commit_seq")?
+            .query_row([], |row| row.get(0))?)
     }
 
-    /// Appends the one event row of a logical mutation.
-    #[allow(clippy::too_many_arguments)]
-    pub fn append_event(
-        &self,
-        commit_seq: i64,
-        event_type: &str,
-        entity_type: &str,
-        entity_id: &str,
-        revision_id: Option<&str>,
-        actor: Option<&str>,
-        payload: &Value,
-    ) -> StoreResult<()> {
-        self.conn.execute(
-            "INSERT INTO events (commit_seq, event_id, event_type, entity_type, entity_id, revision_id, actor, payload_json, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![
-                commit_seq,
-                new_id("evt"),
-                event_type,
-                entity_type,
-                entity_id,
-                revision_id,
-                actor,
-                payload.to_string(),
+    /// Appends the one `events` row of a logical mutation.
+    pub fn append_event(&self, event: &Event<'_>) -> StoreResult<()> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO events (commit_seq, event_id, event_type, entity_type, entity_id, revision_id, actor, payload_json, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?
+            .execute(params![
+                event.commit_seq,
+                EventId::generate(),
+                event.operation,
+                event.entity.as_str(),
+                event.entity_id,
+                event.revision_id,
+                event.actor,
+                event.payload.to_string(),
                 self.now_db()
-            ],
-        )?;
+            ])?;
         Ok(())
     }
 }
 
-/// A fresh prefixed ULID identifier such as `art_01J…`.
-pub fn new_id(prefix: &str) -> String {
-    format!("{prefix}_{}", ulid::Ulid::new())
+/// What an `events` row names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventEntity {
+    Artifact,
+    Claim,
+    Relation,
+}
+
+impl EventEntity {
+    fn as_str(self) -> &'static str {
+        match self {
+            EventEntity::Artifact => "artifact",
+            EventEntity::Claim => "claim",
+            EventEntity::Relation => "relation",
+        }
+    }
+}
+
+/// The one `events` row of a logical mutation (see ARCHITECTURE.md, *Events*).
+#[derive(Clone, Debug)]
+pub struct Event<'a> {
+    pub commit_seq: i64,
+    /// The operation, recorded as `event_type`.
+    pub operation: Operation,
+    pub entity: EventEntity,
+    pub entity_id: &'a str,
+    /// The revision written or, for forget and retract, the head it applied to.
+    pub revision_id: Option<&'a str>,
+    pub actor: Option<&'a str>,
+    /// Only what the entity rows do not already record.
+    pub payload: Value,
 }
 
 impl Store {

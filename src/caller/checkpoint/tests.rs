@@ -193,7 +193,7 @@ fn one_corrupt_file_fails_the_list_with_its_path() {
     fs::write(&bad, "{not json").unwrap();
     let error = store.list_at(true, at(1)).unwrap_err();
     assert!(matches!(error, CallerError::CorruptCheckpoint { ref path, .. } if *path == bad));
-    assert!(error.to_error_body().hint.unwrap().contains("delete"));
+    assert!(error.hint().unwrap().contains("delete"));
     let dropped = store.drop(&checkpoint_id("broken")).unwrap();
     assert_eq!(dropped.session_id, None);
     assert_eq!(store.list_at(true, at(1)).unwrap().len(), 1);

@@ -75,7 +75,7 @@ fn injected_instructions_are_only_data() {
     let plan = plan(inline(&note), &RememberOptions::default(), Some(&fake.compiler())).unwrap();
     assert_eq!(plan.claims.accepted[0].statement, injected);
     let assert = &plan.claim_asserts("art_1", "arev_1", "a")[0];
-    assert_eq!(assert.input["statement"], injected);
+    assert_eq!(assert.input.statement, injected);
     assert!(!pwned.exists(), "content was executed");
 }
 
@@ -139,7 +139,7 @@ fn raw_plans_store_only_the_artifact_and_skip_the_compiler() {
     assert!(plan.quality.findings.is_empty());
     let put = plan.artifact_put("me");
     assert_eq!(
-        put.input["provenance"],
+        wire(&put.input)["provenance"],
         json!({"source": "inline", "input_digest": plan.input_digest, "remember_schema_version": 2, "compiler": "raw"})
     );
     let compiler = Compiler::new(CompilerSpec::Command {
@@ -148,6 +148,11 @@ fn raw_plans_store_only_the_artifact_and_skip_the_compiler() {
     });
     let error = super::plan(inline(&big), &RememberOptions::default(), Some(&compiler)).unwrap_err();
     assert!(error.to_string().contains("--raw --apply"));
+}
+
+/// The input as it goes on the wire (and into the request fingerprint).
+fn wire(input: &impl serde::Serialize) -> serde_json::Value {
+    serde_json::to_value(input).unwrap()
 }
 
 #[test]
@@ -167,9 +172,9 @@ fn the_artifact_put_carries_the_exact_text_and_provenance() {
     )
     .unwrap();
     let put = plan.artifact_put("memoree.remember");
-    assert_eq!(put.op, Operation::ArtifactPut);
+    assert_eq!(put.op(), Operation::ArtifactPut);
     assert_eq!(
-        put.input,
+        wire(&put.input),
         json!({
             "kind": "design.note",
             "title": "T",
@@ -240,12 +245,13 @@ fn idempotency_keys_are_deterministic_and_anchored_to_spans() {
         blake3::hash(format!("{logical}\0claim-spans:0-7,18-26").as_bytes()).to_hex()
     );
     assert_eq!(asserts[0].idempotency_key, claim_key);
-    assert_eq!(asserts[0].op, Operation::ClaimAssert);
+    assert_eq!(asserts[0].op(), Operation::ClaimAssert);
+    let input = wire(&asserts[0].input);
     assert_eq!(
-        asserts[0].input["evidence"][0],
+        input["evidence"][0],
         json!({"artifact_id": "art_1", "revision_id": "arev_1", "start_byte": 0, "end_byte": 7})
     );
-    assert!(asserts[0].input.get("confidence").is_none() && asserts[0].input.get("valid_until").is_none());
+    assert!(input.get("confidence").is_none() && input.get("valid_until").is_none());
 
     // A reworded retry over the same spans keeps its key; different spans do not.
     let reworded = plan_of(vec![planned("A, reworded", &[(0, 7), (18, 26)])], None);
