@@ -19,7 +19,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::protocol::limits::MAX_FRAME_BYTES;
-use crate::protocol::{ErrorBody, ErrorCode, Input, Request, RequestId, Response};
+use crate::protocol::{ErrorCode, Input, Request, Response};
 
 /// A client-side failure to obtain a usable response envelope at all.
 #[derive(Debug, thiserror::Error)]
@@ -52,11 +52,6 @@ impl ClientError {
             ClientError::Config(_) => ErrorCode::ConfigError,
             ClientError::UnexpectedResult { .. } => ErrorCode::InternalError,
         }
-    }
-
-    /// The error body describing this failure (its complete text, its code's retryability).
-    pub fn error_body(&self) -> ErrorBody {
-        ErrorBody::new(self.code(), self.to_string())
     }
 }
 
@@ -111,9 +106,4 @@ impl<T: Transport + ?Sized> Exchange for T {
     fn send_value(&self, request: &Value) -> Result<Response, ClientError> {
         self.exchange_raw(&encode_document(request)?)
     }
-}
-
-/// A failure envelope for a request that never got a response.
-pub fn failure_for(request_id: impl Into<RequestId>, error: &ClientError) -> Response {
-    Response::failure(request_id, error.error_body())
 }

@@ -91,7 +91,7 @@ impl CliError {
     pub fn error_body(&self) -> ErrorBody {
         let plain = |code: ErrorCode| ErrorBody::new(code, self.to_string());
         match self {
-            CliError::Client(error) => error.error_body(),
+            CliError::Client(error) => plain(error.code()),
             CliError::Ambient(error) => plain(error.code()),
             CliError::Paths(error) => plain(error.code()),
             CliError::Caller(error) => {

@@ -6,10 +6,10 @@
 //! client-side transport failure (nothing answered, or the answer was unusable) triggers a
 //! start; an error envelope from a daemon is an answer.
 //!
-//! The daemon is the current executable run as `serve --listen <endpoint> --data-dir
-//! <dir>` in a new session (`setsid`, so it outlives the terminal), with its working
-//! directory in the data dir, stdin from `/dev/null`, and stdout and stderr appended to
-//! `<data>/memoreed.log` (0600). If two clients race to start it, the data-dir lock lets
+//! The daemon is the current executable run as
+//! `serve --listen <endpoint> --data-dir <dir>` in a new session (`setsid`, so it outlives
+//! the terminal), with its working directory in the data dir, stdin from `/dev/null`, and
+//! stdout and stderr appended to `<data>/memoreed.log` (0600). If two clients race to start it, the data-dir lock lets
 //! exactly one daemon run and the other exits; both clients then reach the survivor.
 
 use std::ffi::OsString;

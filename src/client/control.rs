@@ -133,7 +133,7 @@ pub fn restart(paths: &Paths, endpoint: &Endpoint, launcher: &Launcher) -> Respo
         return Response::failure(request_id, error);
     }
     if let Err(error) = launcher.spawn() {
-        return Response::failure(request_id, error.error_body());
+        return Response::failure(request_id, ErrorBody::new(error.code(), error.to_string()));
     }
     for _ in 0..POLLS {
         std::thread::sleep(POLL_DELAY);

@@ -26,4 +26,4 @@ pub mod autostart;
 pub mod control;
 pub mod socket;
 
-pub use crate::transport::{ClientError, Exchange, Transport, encode, failure_for};
+pub use crate::transport::{ClientError, Exchange, Transport, encode};

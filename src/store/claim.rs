@@ -3,7 +3,7 @@
 //!
 //! **Invariant:** `conflicted` is never stored. The presented status of a non-terminal claim
 //! is `conflicted` exactly when an open conflict case references its current revision; the
-//! [`COLUMNS`] projection derives it on every read.
+//! [`columns`] projection derives it on every read.
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;

@@ -1,6 +1,6 @@
 //! The authoritative store: SQLite (WAL, FTS5) plus the blob CAS.
 //!
-//! Writes go through one writer thread with group commit ([`writer`]); reads use a small
+//! Writes go through one writer thread with group commit (`writer`); reads use a small
 //! pool of read-only connections, each read in its own snapshot transaction. Entity modules
 //! own their SQL and return plain row structs.
 //!

@@ -89,10 +89,9 @@ fn a_missing_socket_is_a_retryable_transport_error() {
     let dir = tempfile::tempdir().unwrap();
     let client = SocketClient::new(Endpoint::Unix(dir.path().join("absent.sock")));
     let error = client.exchange_json(&request()).unwrap_err();
-    let body = error.error_body();
-    assert_eq!(body.code, ErrorCode::TransportError);
-    assert!(body.retryable);
-    assert!(body.message.contains("cannot connect to unix://"), "{}", body.message);
+    assert_eq!(error.code(), ErrorCode::TransportError);
+    assert!(error.code().default_retryable());
+    assert!(error.to_string().contains("cannot connect to unix://"), "{error}");
 }
 
 #[test]
@@ -184,7 +183,7 @@ fn a_response_header_over_the_frame_limit_is_refused_before_allocation() {
     });
     let error = server.client().exchange_json(&request()).unwrap_err();
     assert!(matches!(error, ClientError::TooLarge(_)), "{error:?}");
-    assert_eq!(error.error_body().code, ErrorCode::ContentTooLarge);
+    assert_eq!(error.code(), ErrorCode::ContentTooLarge);
     server.join();
 }
 
