@@ -6,6 +6,11 @@
 //! p50 through a daemon on one persistent connection, each call timed alone and
 //! interleaved with the raw rusqlite floor (a 1 KiB insert + commit), so machine load hits
 //! both alike. Target: p50 <= 3x the floor.
+//!
+//! The `write_profile` section explains where a write's time goes: per operation, in process,
+//! the wall time, the CPU time of all threads (from `/proc/self/task/*/schedstat`) and the
+//! bytes written (`wchar` of `/proc/self/io`: WAL frames, checkpoints, CAS files), next to the
+//! raw floor's.
 
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
@@ -255,6 +260,128 @@ fn single_connection() {
     }
 }
 
+/// Nanoseconds all threads of this process have run on a CPU.
+fn cpu_ns() -> u64 {
+    std::fs::read_dir("/proc/self/task")
+        .map(|tasks| {
+            tasks
+                .filter_map(Result::ok)
+                .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
+                .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// Bytes this process has passed to write-like system calls.
+fn written_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/io")
+        .ok()
+        .and_then(|io| {
+            io.lines()
+                .find_map(|line| line.strip_prefix("wchar:"))
+                .and_then(|n| n.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Wall, CPU and bytes written per call of `op` over `rounds` calls.
+fn profile(rounds: usize, mut op: impl FnMut(usize)) -> (Duration, f64, f64) {
+    let mut walls = Vec::with_capacity(rounds);
+    let (cpu, bytes) = (cpu_ns(), written_bytes());
+    for round in 0..rounds {
+        let started = Instant::now();
+        op(round);
+        walls.push(started.elapsed());
+    }
+    let per = |total: u64| total as f64 / rounds as f64;
+    (
+        percentile(&mut walls, 0.5),
+        per(cpu_ns() - cpu),
+        per(written_bytes() - bytes),
+    )
+}
+
+/// Where the time of a write goes, in process: wall p50, CPU and bytes written per call.
+/// `MEMOREE_BENCH_WRITE_REPEAT=N` repeats the `claim.assert` rounds N times afterwards (for
+/// a profiler attached to the process).
+fn write_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let service = Service::open(&dir.path().join("data")).unwrap();
+    let floor = raw_floor(dir.path());
+    let rounds = if full_run() { 300 } else { 20 };
+    let body = text(1024);
+    let put = service.handle(request(
+        "artifact.put",
+        json!({"kind": "note", "title": "evidence", "content": {"type": "text", "data": body}}),
+    ));
+    let put = put.result.unwrap();
+    let mut claims = Vec::new();
+    let floor_row = profile(rounds, |_| {
+        let tx = floor.unchecked_transaction().unwrap();
+        tx.execute(
+            "INSERT INTO rows (key, body) VALUES (?1, ?2)",
+            (next_key(), body.as_bytes()),
+        )
+        .unwrap();
+        tx.commit().unwrap();
+    });
+    let put_row = profile(rounds, |round| {
+        let response = service.handle(request(
+            "artifact.put",
+            json!({"kind": "note", "title": format!("note {round}"), "content": {"type": "text", "data": body}}),
+        ));
+        assert!(response.ok);
+    });
+    let assert_row = profile(rounds, |round| {
+        let response = service.handle(request(
+            "claim.assert",
+            json!({"claim_type": "fact", "statement": format!("SQLite is authoritative, round {round}."),
+                   "evidence": [{"artifact_id": put["artifact_id"], "revision_id": put["revision_id"], "start_byte": 0, "end_byte": 16}]}),
+        ));
+        assert!(response.ok);
+        claims.push(response.result.unwrap()["claim_id"].clone());
+    });
+    let repeat: usize = std::env::var("MEMOREE_BENCH_WRITE_REPEAT")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    for pass in 0..repeat {
+        for round in 0..rounds {
+            let response = service.handle(request(
+                "claim.assert",
+                json!({"claim_type": "fact", "statement": format!("SQLite is authoritative, pass {pass} round {round}."),
+                       "evidence": [{"artifact_id": put["artifact_id"], "revision_id": put["revision_id"], "start_byte": 0, "end_byte": 16}]}),
+            ));
+            assert!(response.ok);
+        }
+    }
+    let relation_row = profile(rounds, |round| {
+        let response = service.handle(request(
+            "relation.put",
+            json!({"source_type": "claim", "source_id": claims[round], "relation": "supports",
+                   "target_type": "artifact", "target_id": put["artifact_id"]}),
+        ));
+        assert!(response.ok);
+    });
+    println!(
+        "\n== write profile, in process, {rounds} calls each (per call: wall p50, CPU of all threads, bytes written) =="
+    );
+    for (name, (wall, cpu, bytes)) in [
+        ("raw rusqlite floor (1 KiB)", floor_row),
+        ("artifact.put 1 KiB", put_row),
+        ("claim.assert", assert_row),
+        ("relation.put", relation_row),
+    ] {
+        println!(
+            "{name:<28} wall {:>8.1} µs   cpu {:>8.1} µs   written {:>9.0} B",
+            wall.as_secs_f64() * 1e6,
+            cpu / 1e3,
+            bytes
+        );
+    }
+}
+
 fn main() {
     if std::env::args().any(|arg| arg == "--list") {
         return;
@@ -267,5 +394,8 @@ fn main() {
     }
     if selected("single_connection") {
         single_connection();
+    }
+    if selected("write_profile") {
+        write_profile();
     }
 }

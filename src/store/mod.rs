@@ -51,8 +51,9 @@ pub const BLOBS_DIR: &str = "blobs";
 
 /// Upper bound on idle pooled read connections.
 const MAX_IDLE_READERS: usize = 8;
-/// Prepared statements kept per read connection (`prepare_cached`): search, recall and
-/// context.build together prepare more distinct statements than rusqlite's default of 16.
+/// Prepared statements kept per connection (`prepare_cached`): search, recall and
+/// context.build together, or all the mutations, prepare more distinct statements than
+/// rusqlite's default of 16.
 const STATEMENT_CACHE: usize = 64;
 
 /// A handle to an open store; cheap to clone.
@@ -79,11 +80,17 @@ impl std::fmt::Debug for Store {
 pub struct Tx<'c> {
     conn: &'c Connection,
     now: Timestamp,
+    /// `now` in the database form, formatted once per mutation.
+    now_db: String,
 }
 
 impl<'c> Tx<'c> {
     pub(crate) fn new(conn: &'c Connection, now: Timestamp) -> Tx<'c> {
-        Tx { conn, now }
+        Tx {
+            conn,
+            now,
+            now_db: timefmt::to_db(&now),
+        }
     }
 
     /// The connection, inside the job's savepoint.
@@ -97,8 +104,8 @@ impl<'c> Tx<'c> {
     }
 
     /// The database form of [`Tx::now`].
-    pub fn now_db(&self) -> String {
-        timefmt::to_db(&self.now)
+    pub fn now_db(&self) -> &str {
+        &self.now_db
     }
 
     /// Takes the next commit sequence value.
@@ -176,11 +183,22 @@ impl Store {
         )?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         migrate::preflight(&conn)?;
-        // Only takes effect on a new, empty database. 16 KiB pages pack several inline
-        // revision rows (up to the 16 KiB inline threshold) per page instead of one.
-        conn.execute_batch("PRAGMA page_size = 16384;")?;
+        // Only takes effect on a new, empty database (an existing store keeps its page size).
+        // Every commit writes each page it touched to the WAL in full (a `claim.assert`
+        // touches 13: its rows, their indexes, the FTS segment, the event, the replay record
+        // and the commit sequence), so the page size sets the bytes written and checksummed
+        // per commit: 4 KiB pages write a quarter of what 16 KiB pages did, and store text
+        // artifacts more compactly too (see `benches/storage.rs`).
+        conn.execute_batch("PRAGMA page_size = 4096;")?;
         conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")?;
+        // Every job of a group runs in its own SAVEPOINT, so SQLite keeps the original of each
+        // page a job modifies in a statement sub-journal until the job is released. On disk
+        // that is a temporary file written page by page (as many bytes again as the WAL
+        // frames of the commit); in memory it is a copy that is dropped at RELEASE. It is
+        // never needed for crash recovery (the WAL is), so durability is unchanged.
+        conn.execute_batch("PRAGMA temp_store = MEMORY;")?;
         migrate::migrate(&mut conn)?;
+        configure_statements(&conn)?;
         for suffix in ["", "-wal", "-shm"] {
             let path = PathBuf::from(format!("{}{suffix}", db_path.display()));
             if path.exists() {
@@ -261,8 +279,8 @@ impl Store {
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        conn.execute_batch("PRAGMA query_only = ON; PRAGMA foreign_keys = ON;")?;
-        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        conn.execute_batch("PRAGMA query_only = ON; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY;")?;
+        configure_statements(&conn)?;
         Ok(conn)
     }
 
@@ -275,6 +293,17 @@ impl Store {
     pub fn shutdown(&self) {
         self.inner.writer.shutdown();
     }
+}
+
+/// How a connection keeps its statements: through a cache large enough for every statement
+/// it runs, and planned without looking at bound values (SQLite's query planner stability
+/// guarantee). Without it, SQLite compiled with STAT4 marks a join's bound parameters as
+/// plan inputs and re-prepares the statement on every new binding, which showed up as SQL
+/// parsing in the write path's profile (each `claim.assert` re-parsed its head query).
+fn configure_statements(conn: &Connection) -> StoreResult<()> {
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+    Ok(())
 }
 
 /// The last committed sequence number, read on `conn`.

@@ -143,11 +143,8 @@ pub fn check_anchor_read(anchor: &Endpoint, ambient: &Owner, pins: &[String], ho
 /// Loads a relation by id.
 pub fn get(conn: &Connection, relation_id: &str) -> StoreResult<Option<RelationRow>> {
     Ok(conn
-        .query_row(
-            &format!("SELECT {COLUMNS} FROM relations rel WHERE rel.id = ?1"),
-            [relation_id],
-            row,
-        )
+        .prepare_cached(&format!("SELECT {COLUMNS} FROM relations rel WHERE rel.id = ?1"))?
+        .query_row([relation_id], row)
         .optional()?)
 }
 
@@ -158,11 +155,11 @@ fn find_edge(
     target: &Endpoint,
 ) -> StoreResult<Option<RelationRow>> {
     Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM relations rel WHERE rel.source_type = ?1 AND rel.source_id = ?2
+             AND rel.relation = ?3 AND rel.target_type = ?4 AND rel.target_id = ?5"
+        ))?
         .query_row(
-            &format!(
-                "SELECT {COLUMNS} FROM relations rel WHERE rel.source_type = ?1 AND rel.source_id = ?2
-                 AND rel.relation = ?3 AND rel.target_type = ?4 AND rel.target_id = ?5"
-            ),
             params![
                 source.entity_type,
                 source.entity_id,
@@ -236,11 +233,13 @@ pub fn put(
     }
     let commit_seq = tx.next_commit_seq()?;
     let relation_id = RelationId::generate();
-    tx.conn().execute(
-        "INSERT INTO relations (id, source_type, source_id, relation, target_type, target_id, metadata_json,
-             workspace_id, project_id, task_id, component, created_at, commit_seq)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-        params![
+    tx.conn()
+        .prepare_cached(
+            "INSERT INTO relations (id, source_type, source_id, relation, target_type, target_id, metadata_json,
+                 workspace_id, project_id, task_id, component, created_at, commit_seq)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+        )?
+        .execute(params![
             relation_id,
             source.entity_type,
             source.entity_id,
@@ -254,8 +253,7 @@ pub fn put(
             owner.component,
             tx.now_db(),
             commit_seq
-        ],
-    )?;
+        ])?;
     let stored = get(tx.conn(), &relation_id)?
         .ok_or_else(|| StoreError::Internal(format!("relation {relation_id} vanished after insert")))?;
     tx.append_event(&Event {
