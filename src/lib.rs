@@ -21,5 +21,7 @@ pub mod retrieval;
 pub mod service;
 pub mod store;
 pub mod sys;
+#[doc(hidden)]
+pub mod testkit;
 pub mod timefmt;
 pub mod transport;

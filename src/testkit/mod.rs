@@ -1,0 +1,4 @@
+//! Test support shared by unit tests, integration tests, the conformance runner and benches.
+//! Not part of the product surface.
+
+pub mod postgres;

@@ -1,0 +1,265 @@
+//! A throw-away PostgreSQL cluster for tests and benches.
+//!
+//! [`TestCluster::start`] runs `initdb` into a fresh temporary directory and starts the
+//! server with `pg_ctl`, listening only on a Unix socket inside that directory (no TCP port,
+//! so parallel clusters never collide). It trusts local connections from the one role
+//! `memoree`; [`TestCluster::url`] names a database in it. Dropping the cluster stops the
+//! server (`pg_ctl stop -m immediate`) and removes the directory.
+//!
+//! PostgreSQL refuses to run as root, so when the caller is root the server runs as the
+//! `postgres` system account (or `MEMOREE_PG_USER`) through `runuser`. The server binaries are
+//! taken from `MEMOREE_PG_BIN`, else the newest `/usr/lib/postgresql/*/bin`, else `pg_config
+//! --bindir`.
+//!
+//! **Invariant:** a missing PostgreSQL is a panic naming what to install, never a skipped test.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The superuser role every test cluster trusts.
+pub const ROLE: &str = "memoree";
+/// The port number in the socket file name (`.s.PGSQL.<port>`); nothing listens on TCP.
+pub const PORT: u16 = 5432;
+
+/// A running throw-away cluster; stopped and deleted on drop.
+#[derive(Debug)]
+pub struct TestCluster {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    run_as: Option<String>,
+    next_db: AtomicU32,
+}
+
+impl TestCluster {
+    /// Initializes and starts a new cluster. Panics with the reason when PostgreSQL is not
+    /// installed or does not start.
+    pub fn start() -> TestCluster {
+        let bin = server_bin_dir().unwrap_or_else(|| {
+            panic!(
+                "PostgreSQL server binaries not found: install the `postgresql` package \
+                 (apt-get install postgresql) or set MEMOREE_PG_BIN to the directory holding initdb and pg_ctl"
+            )
+        });
+        let run_as = if rustix::process::geteuid().is_root() {
+            Some(std::env::var("MEMOREE_PG_USER").unwrap_or_else(|_| "postgres".to_owned()))
+        } else {
+            None
+        };
+        let dir = tempfile::Builder::new()
+            .prefix("memoree-pg-")
+            .tempdir()
+            .expect("create a temporary directory for the test cluster");
+        let cluster = TestCluster {
+            dir,
+            bin,
+            run_as,
+            next_db: AtomicU32::new(0),
+        };
+        if let Some(user) = &cluster.run_as {
+            let status = Command::new("chown")
+                .arg(user)
+                .arg(cluster.dir.path())
+                .status()
+                .expect("run chown");
+            assert!(
+                status.success(),
+                "chown {} to {user} failed",
+                cluster.dir.path().display()
+            );
+        }
+        let data = cluster.data_dir();
+        cluster.run_checked(
+            "initdb",
+            &[
+                "-D",
+                path_str(&data),
+                "-U",
+                ROLE,
+                "--auth=trust",
+                "--encoding=UTF8",
+                "--locale=C.UTF-8",
+                "--no-sync",
+            ],
+        );
+        cluster.pg_ctl_start();
+        cluster
+    }
+
+    /// The cluster's directory (it holds `data/`, the socket and `server.log`).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// A connection URL for `database` (created by [`TestCluster::create_database`]).
+    pub fn url(&self, database: &str) -> String {
+        format!(
+            "postgresql://{ROLE}@/{database}?host={}&port={PORT}",
+            path_str(self.dir.path())
+        )
+    }
+
+    /// Creates a fresh, empty database with a unique name and returns its URL.
+    pub fn create_database(&self) -> String {
+        let name = format!("memoree_{}", self.next_db.fetch_add(1, Ordering::Relaxed));
+        self.psql(&format!("CREATE DATABASE {name}"));
+        self.url(&name)
+    }
+
+    /// Runs one SQL command through `psql` on the `postgres` database; panics on failure.
+    pub fn psql(&self, sql: &str) -> String {
+        let output = self.run_checked(
+            "psql",
+            &[
+                "-X",
+                "-q",
+                "-At",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-h",
+                path_str(self.dir.path()),
+                "-p",
+                &PORT.to_string(),
+                "-U",
+                ROLE,
+                "-d",
+                "postgres",
+                "-c",
+                sql,
+            ],
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// Restarts the server without a clean shutdown (`pg_ctl restart -m immediate`): every
+    /// connection is cut and recovery replays the WAL.
+    pub fn restart_immediate(&self) {
+        let data = self.data_dir();
+        self.run_checked("pg_ctl", &["-D", path_str(&data), "-m", "immediate", "-w", "stop"]);
+        self.pg_ctl_start();
+    }
+
+    fn pg_ctl_start(&self) {
+        let data = self.data_dir();
+        let log = self.dir.path().join("server.log");
+        let options = format!(
+            "-k {} -p {PORT} -c listen_addresses= -c max_connections=100 -c shared_buffers=32MB -c recovery_init_sync_method=syncfs",
+            path_str(self.dir.path())
+        );
+        let output = self.run(
+            "pg_ctl",
+            &[
+                "-D",
+                path_str(&data),
+                "-l",
+                path_str(&log),
+                "-w",
+                "-t",
+                "60",
+                "-o",
+                &options,
+                "start",
+            ],
+        );
+        if !output.status.success() {
+            let server_log = std::fs::read_to_string(&log).unwrap_or_default();
+            panic!(
+                "pg_ctl start failed: {}{}\nserver log:\n{server_log}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+    }
+
+    fn run(&self, tool: &str, args: &[&str]) -> Output {
+        let program = self.bin.join(tool);
+        let mut command = match &self.run_as {
+            Some(user) => {
+                let mut command = Command::new("runuser");
+                command.arg("-u").arg(user).arg("--").arg(&program);
+                command
+            }
+            None => Command::new(&program),
+        };
+        command
+            .args(args)
+            .stdin(Stdio::null())
+            .env_remove("PGDATA")
+            .env_remove("PGHOST")
+            .env_remove("PGPORT")
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()))
+    }
+
+    fn run_checked(&self, tool: &str, args: &[&str]) -> Output {
+        let output = self.run(tool, args);
+        assert!(
+            output.status.success(),
+            "{tool} {args:?} failed ({}): {}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output
+    }
+}
+
+impl Drop for TestCluster {
+    fn drop(&mut self) {
+        let data = self.data_dir();
+        let _ = self.run("pg_ctl", &["-D", path_str(&data), "-m", "immediate", "-w", "stop"]);
+    }
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("temporary paths are UTF-8")
+}
+
+/// The directory holding `initdb` and `pg_ctl`.
+fn server_bin_dir() -> Option<PathBuf> {
+    let has_tools = |dir: &Path| dir.join("initdb").is_file() && dir.join("pg_ctl").is_file();
+    if let Some(dir) = std::env::var_os("MEMOREE_PG_BIN") {
+        return Some(PathBuf::from(dir)).filter(|d| has_tools(d));
+    }
+    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let version = entry.file_name().to_str()?.parse::<u32>().ok()?;
+            Some((version, entry.path().join("bin")))
+        })
+        .filter(|(_, dir)| has_tools(dir))
+        .collect();
+    versions.sort();
+    if let Some((_, dir)) = versions.pop() {
+        return Some(dir);
+    }
+    let output = Command::new("pg_config").arg("--bindir").output().ok()?;
+    let dir = PathBuf::from(String::from_utf8(output.stdout).ok()?.trim());
+    has_tools(&dir).then_some(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_test_cluster_starts_serves_sql_and_survives_an_immediate_restart() {
+        let cluster = TestCluster::start();
+        let url = cluster.create_database();
+        assert!(url.contains(path_str(cluster.dir())));
+        assert_eq!(cluster.psql("SELECT 40 + 2").trim(), "42");
+        cluster.psql("CREATE TABLE t (x int); INSERT INTO t VALUES (7)");
+        cluster.restart_immediate();
+        assert_eq!(cluster.psql("SELECT x FROM t").trim(), "7");
+        let data = cluster.data_dir();
+        drop(cluster);
+        assert!(!data.exists(), "the cluster directory is removed on drop");
+    }
+}
