@@ -88,6 +88,9 @@ fn store_error_body(error: &StoreError, message: String) -> ErrorBody {
 }
 
 fn is_busy(error: &StoreError) -> bool {
+    if error.is_transient_postgres() {
+        return true;
+    }
     let sqlite = match error {
         StoreError::Sqlite(e) => e,
         StoreError::Commit(e) => e.as_ref(),

@@ -35,6 +35,12 @@ pub enum StoreError {
     Sqlite(#[from] rusqlite::Error),
     #[error("the batch this mutation belonged to failed to commit: {0}")]
     Commit(#[source] Arc<rusqlite::Error>),
+    #[error("PostgreSQL error: {}", pg_message(.0))]
+    Postgres(#[from] postgres::Error),
+    #[error("the PostgreSQL transaction this mutation belonged to failed: {0}")]
+    PostgresGroup(#[source] Arc<StoreError>),
+    #[error("no PostgreSQL connection available: {0}")]
+    PostgresPool(#[from] r2d2::Error),
     #[error(transparent)]
     Blob(#[from] BlobError),
     #[error("I/O error: {0}")]
@@ -60,6 +66,55 @@ impl StoreError {
             StoreError::Io(e) => crate::blob::is_storage_full(e),
             _ => false,
         }
+    }
+}
+
+impl StoreError {
+    /// Whether the failure is transient on PostgreSQL: the connection or server went away,
+    /// no connection was available, or the server refused the transaction for concurrency
+    /// reasons (serialization failure, deadlock, lock or idle timeout). Nothing of the
+    /// failed mutation was acknowledged; retrying it with the same idempotency key is safe.
+    pub fn is_transient_postgres(&self) -> bool {
+        fn transient(e: &postgres::Error) -> bool {
+            use postgres::error::SqlState;
+            if e.is_closed() {
+                return true;
+            }
+            match e.code() {
+                Some(code) => [
+                    SqlState::T_R_SERIALIZATION_FAILURE,
+                    SqlState::T_R_DEADLOCK_DETECTED,
+                    SqlState::LOCK_NOT_AVAILABLE,
+                    SqlState::IDLE_IN_TRANSACTION_SESSION_TIMEOUT,
+                    SqlState::QUERY_CANCELED,
+                    SqlState::ADMIN_SHUTDOWN,
+                    SqlState::CRASH_SHUTDOWN,
+                    SqlState::CANNOT_CONNECT_NOW,
+                    SqlState::TOO_MANY_CONNECTIONS,
+                ]
+                .contains(code),
+                // No SQLSTATE: an I/O or protocol failure talking to the server.
+                None => true,
+            }
+        }
+        match self {
+            StoreError::Postgres(e) => transient(e),
+            StoreError::PostgresGroup(e) => e.is_transient_postgres(),
+            StoreError::PostgresPool(_) => true,
+            _ => false,
+        }
+    }
+}
+
+/// The server's own message (with its SQLSTATE) when there is one: the driver's `Display`
+/// says only "db error".
+fn pg_message(error: &postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => match std::error::Error::source(error) {
+            Some(source) => format!("{error}: {source}"),
+            None => error.to_string(),
+        },
     }
 }
 

@@ -15,6 +15,7 @@ pub mod conflict;
 mod error;
 pub mod idempotency;
 mod migrate;
+pub mod pg;
 pub mod reindex;
 pub mod relation;
 pub mod restore;

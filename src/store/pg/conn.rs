@@ -1,0 +1,159 @@
+//! One PostgreSQL connection with its prepared-statement cache, and the `r2d2` manager that
+//! pools them.
+//!
+//! Statements are written with SQLite's numbered placeholders (`?1`, `?2`, …) so the SQL the
+//! two backends share reads the same; [`pg_sql`] rewrites them to `$1`, `$2`, … once, when a
+//! statement is first prepared on a connection. Transactions are plain `BEGIN`/`COMMIT`
+//! batches, so a caller holding `&PgConn` (not `&mut`) can run statements inside one.
+//!
+//! **Invariant:** no caller text is ever spliced into SQL here; values travel as parameters.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::time::Duration;
+
+use postgres::types::ToSql;
+use postgres::{Client, Config, NoTls, Row, Statement};
+
+use crate::store::error::{StoreError, StoreResult};
+
+/// Parameters of one statement.
+pub type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
+
+/// A pooled connection: the client and the statements prepared on it.
+pub struct PgConn {
+    client: RefCell<Client>,
+    statements: RefCell<HashMap<String, Statement>>,
+}
+
+impl std::fmt::Debug for PgConn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgConn").finish_non_exhaustive()
+    }
+}
+
+impl PgConn {
+    /// Connects with `config`; every session uses UTC and gives up on a lock or an idle
+    /// transaction after `timeout`, so a front end that stalls mid-transaction cannot hold
+    /// the database's write lock forever.
+    pub fn connect(config: &Config, timeout: Duration) -> StoreResult<PgConn> {
+        let mut client = config.connect(NoTls)?;
+        let millis = timeout.as_millis();
+        client.batch_execute(&format!(
+            "SET TIME ZONE 'UTC'; SET lock_timeout = {millis}; SET idle_in_transaction_session_timeout = {millis};"
+        ))?;
+        Ok(PgConn {
+            client: RefCell::new(client),
+            statements: RefCell::new(HashMap::new()),
+        })
+    }
+
+    fn statement(&self, sql: &str) -> StoreResult<Statement> {
+        if let Some(statement) = self.statements.borrow().get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.client.borrow_mut().prepare(&pg_sql(sql))?;
+        self.statements.borrow_mut().insert(sql.to_owned(), statement.clone());
+        Ok(statement)
+    }
+
+    /// Runs a statement and returns every row.
+    pub fn query(&self, sql: &str, params: Params<'_>) -> StoreResult<Vec<Row>> {
+        let statement = self.statement(sql)?;
+        Ok(self.client.borrow_mut().query(&statement, params)?)
+    }
+
+    /// Runs a statement expected to return at most one row.
+    pub fn query_opt(&self, sql: &str, params: Params<'_>) -> StoreResult<Option<Row>> {
+        let statement = self.statement(sql)?;
+        Ok(self.client.borrow_mut().query_opt(&statement, params)?)
+    }
+
+    /// Runs a statement that returns exactly one row.
+    pub fn query_one(&self, sql: &str, params: Params<'_>) -> StoreResult<Row> {
+        let statement = self.statement(sql)?;
+        Ok(self.client.borrow_mut().query_one(&statement, params)?)
+    }
+
+    /// Runs a statement; returns the number of rows it changed.
+    pub fn execute(&self, sql: &str, params: Params<'_>) -> StoreResult<u64> {
+        let statement = self.statement(sql)?;
+        Ok(self.client.borrow_mut().execute(&statement, params)?)
+    }
+
+    /// Runs fixed SQL text (no parameters), possibly several statements.
+    pub fn batch(&self, sql: &str) -> StoreResult<()> {
+        Ok(self.client.borrow_mut().batch_execute(sql)?)
+    }
+
+    /// Whether the connection is closed (the server went away).
+    pub fn is_closed(&self) -> bool {
+        self.client.borrow().is_closed()
+    }
+}
+
+/// Rewrites `?N` placeholders to `$N`, leaving quoted text and identifiers alone.
+pub fn pg_sql(sql: &str) -> Cow<'_, str> {
+    if !sql.contains('?') {
+        return Cow::Borrowed(sql);
+    }
+    let mut out = String::with_capacity(sql.len());
+    let mut quote: Option<char> = None;
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        match quote {
+            Some(q) => {
+                if c == q {
+                    quote = None;
+                }
+                out.push(c);
+            }
+            None if c == '\'' || c == '"' => {
+                quote = Some(c);
+                out.push(c);
+            }
+            None if c == '?' && chars.peek().is_some_and(char::is_ascii_digit) => out.push('$'),
+            None => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// The `r2d2` manager of [`PgConn`]s.
+#[derive(Debug)]
+pub struct Manager {
+    pub config: Config,
+    pub timeout: Duration,
+}
+
+impl r2d2::ManageConnection for Manager {
+    type Connection = PgConn;
+    type Error = StoreError;
+
+    fn connect(&self) -> StoreResult<PgConn> {
+        PgConn::connect(&self.config, self.timeout)
+    }
+
+    fn is_valid(&self, conn: &mut PgConn) -> StoreResult<()> {
+        conn.batch("")
+    }
+
+    fn has_broken(&self, conn: &mut PgConn) -> bool {
+        conn.is_closed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbered_placeholders_become_dollar_parameters_outside_quotes() {
+        assert_eq!(
+            pg_sql("SELECT '?1', \"a?2\" FROM t WHERE x = ?1 AND y = ?12"),
+            "SELECT '?1', \"a?2\" FROM t WHERE x = $1 AND y = $12"
+        );
+        assert!(matches!(pg_sql("SELECT 1"), Cow::Borrowed(_)));
+    }
+}

@@ -1,0 +1,204 @@
+//! The PostgreSQL backend: the same tables and rules as the SQLite store, in a database that
+//! any number of front ends (`memoree serve` processes) share.
+//!
+//! [`PgStore::open`] connects, applies the numbered migrations (`migrate.rs`,
+//! `migrations/*.sql`) and starts this front end's writer (`writer.rs`: group commit under the
+//! database-wide `commit_state` row lock). Reads borrow a pooled connection (`conn.rs`,
+//! `r2d2`) and run in one `REPEATABLE READ READ ONLY` transaction, the snapshot a SQLite read
+//! gets. Blobs live in the database (`blob.rs`).
+//!
+//! **Status:** the foundations (schema, migrations, pool, writer, commit sequence, events,
+//! blobs). The protocol operations still run on the SQLite store only: the store interface
+//! both backends implement is the next step (see ARCHITECTURE.md, *PostgreSQL*).
+//!
+//! **Invariants:** as for the SQLite store — `commit_seq` is taken inside the mutation's
+//! transaction together with its one `events` row, and has no gaps among committed
+//! mutations across every front end; a front end holds no state that another needs.
+
+pub mod blob;
+pub mod conn;
+mod migrate;
+mod writer;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use postgres::Config;
+
+pub use conn::PgConn;
+pub use migrate::{SCHEMA_VERSION, schema_version};
+
+use super::error::{StoreError, StoreResult};
+use super::{Event, EventEntity};
+use crate::protocol::ids::EventId;
+use crate::timefmt::{self, Timestamp};
+
+/// Pooled read connections per front end.
+const MAX_READERS: u32 = 8;
+/// How long a session may wait for a lock or sit idle inside a transaction before the server
+/// gives up on it, and how long a read waits for a pooled connection.
+const SESSION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A handle to a PostgreSQL store; cheap to clone.
+#[derive(Clone)]
+pub struct PgStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    readers: r2d2::Pool<conn::Manager>,
+    writer: writer::PgWriter,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore").finish_non_exhaustive()
+    }
+}
+
+/// Whether `url` names a PostgreSQL store (`postgres://…` or `postgresql://…`).
+pub fn is_postgres_url(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
+}
+
+impl PgStore {
+    /// Connects to the database at `url`, migrating it if needed, and starts the writer.
+    pub fn open(url: &str) -> StoreResult<PgStore> {
+        let config: Config = url
+            .parse()
+            .map_err(|e| StoreError::Config(format!("invalid PostgreSQL URL: {e}")))?;
+        let setup = PgConn::connect(&config, SESSION_TIMEOUT)?;
+        migrate::migrate(&setup)?;
+        drop(setup);
+        let readers = r2d2::Pool::builder()
+            .max_size(MAX_READERS)
+            .min_idle(Some(1))
+            .connection_timeout(SESSION_TIMEOUT)
+            .build(conn::Manager {
+                config: config.clone(),
+                timeout: SESSION_TIMEOUT,
+            })?;
+        let writer = writer::PgWriter::spawn(config, SESSION_TIMEOUT)?;
+        Ok(PgStore {
+            inner: Arc::new(Inner { readers, writer }),
+        })
+    }
+
+    /// A pooled connection outside any transaction (blob writes, tests).
+    pub fn connection(&self) -> StoreResult<r2d2::PooledConnection<conn::Manager>> {
+        Ok(self.inner.readers.get()?)
+    }
+
+    /// Runs a read in one snapshot transaction on a pooled connection.
+    pub fn read<T>(&self, f: impl FnOnce(&PgConn) -> StoreResult<T>) -> StoreResult<T> {
+        let conn = self.connection()?;
+        conn.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
+        let result = f(&conn);
+        let ended = conn.batch("COMMIT");
+        let value = result?;
+        ended?;
+        Ok(value)
+    }
+
+    /// Runs a mutation in this front end's next group commit; returns once it is durable.
+    pub fn write<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&PgTx<'_>) -> StoreResult<T> + Send + 'static,
+    {
+        self.inner.writer.write(f)
+    }
+
+    /// The last committed sequence number.
+    pub fn last_commit_seq(&self) -> StoreResult<i64> {
+        self.read(last_commit_seq)
+    }
+
+    /// Stores blob content (deduplicated) before the mutation that cites it.
+    pub fn put_blob(&self, bytes: &[u8]) -> StoreResult<crate::blob::Digest> {
+        blob::put(&*self.connection()?, bytes)
+    }
+
+    /// Stops the writer after queued mutations finish.
+    pub fn shutdown(&self) {
+        self.inner.writer.shutdown();
+    }
+}
+
+/// The last committed sequence number, read on `conn`.
+pub fn last_commit_seq(conn: &PgConn) -> StoreResult<i64> {
+    Ok(conn
+        .query_one("SELECT commit_seq FROM commit_state WHERE id = 1", &[])?
+        .get(0))
+}
+
+/// A mutation's view of the group transaction, positioned inside its own savepoint.
+pub struct PgTx<'c> {
+    conn: &'c PgConn,
+    now: Timestamp,
+    now_db: String,
+}
+
+impl<'c> PgTx<'c> {
+    pub(crate) fn new(conn: &'c PgConn, now: Timestamp) -> PgTx<'c> {
+        PgTx {
+            conn,
+            now,
+            now_db: timefmt::to_db(&now),
+        }
+    }
+
+    /// The connection, inside the job's savepoint.
+    pub fn conn(&self) -> &'c PgConn {
+        self.conn
+    }
+
+    /// The instant this mutation is recorded at.
+    pub fn now(&self) -> Timestamp {
+        self.now
+    }
+
+    /// The database form of [`PgTx::now`].
+    pub fn now_db(&self) -> &str {
+        &self.now_db
+    }
+
+    /// Takes the next commit sequence value (the row is already locked by the group).
+    pub fn next_commit_seq(&self) -> StoreResult<i64> {
+        Ok(self
+            .conn
+            .query_one(
+                "UPDATE commit_state SET commit_seq = commit_seq + 1 WHERE id = 1 RETURNING commit_seq",
+                &[],
+            )?
+            .get(0))
+    }
+
+    /// Appends the one `events` row of a logical mutation.
+    pub fn append_event(&self, event: &Event<'_>) -> StoreResult<()> {
+        let entity = match event.entity {
+            EventEntity::Artifact => "artifact",
+            EventEntity::Claim => "claim",
+            EventEntity::Relation => "relation",
+        };
+        self.conn.execute(
+            "INSERT INTO events (commit_seq, event_id, event_type, entity_type, entity_id, revision_id, actor, payload_json, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            &[
+                &event.commit_seq,
+                &EventId::generate().as_str(),
+                &event.operation.as_str(),
+                &entity,
+                &event.entity_id,
+                &event.revision_id,
+                &event.actor,
+                &event.payload.to_string(),
+                &self.now_db(),
+            ],
+        )?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

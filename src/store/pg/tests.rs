@@ -1,0 +1,245 @@
+//! Tests of the PostgreSQL foundations against a real, throw-away cluster.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Barrier};
+
+use serde_json::json;
+
+use super::*;
+use crate::protocol::Operation;
+use crate::testkit::postgres::TestCluster;
+
+/// A fresh cluster with one migrated, empty store.
+pub(crate) fn fresh_store() -> (TestCluster, PgStore) {
+    let cluster = TestCluster::start();
+    let store = PgStore::open(&cluster.create_database()).unwrap();
+    (cluster, store)
+}
+
+/// One logical mutation as the service performs it: replay check, commit sequence, event and
+/// replay record, all in the writer's transaction. Returns the commit sequence and whether it
+/// was a replay.
+fn keyed_mutation(tx: &PgTx<'_>, key: &str) -> StoreResult<(i64, bool)> {
+    let conn = tx.conn();
+    if let Some(row) = conn.query_opt("SELECT commit_seq FROM idempotency WHERE scoped_key = ?1", &[&key])? {
+        return Ok((row.get(0), true));
+    }
+    let commit_seq = tx.next_commit_seq()?;
+    tx.append_event(&Event {
+        commit_seq,
+        operation: Operation::ArtifactPut,
+        entity: EventEntity::Artifact,
+        entity_id: key,
+        revision_id: None,
+        actor: None,
+        payload: json!({}),
+    })?;
+    conn.execute(
+        "INSERT INTO idempotency (scoped_key, request_hash, operation, replay_json, commit_seq, created_at)
+         VALUES (?1, 'h', 'artifact.put', '{}', ?2, ?3)",
+        &[&key, &commit_seq, &tx.now_db()],
+    )?;
+    Ok((commit_seq, false))
+}
+
+#[test]
+fn a_new_database_is_migrated_once_and_reopening_changes_nothing() {
+    let cluster = TestCluster::start();
+    let url = cluster.create_database();
+    let first = PgStore::open(&url).unwrap();
+    let version = first.read(schema_version).unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    assert_eq!(first.last_commit_seq().unwrap(), 0);
+    drop(first);
+    let again = PgStore::open(&url).unwrap();
+    assert_eq!(again.read(schema_version).unwrap(), SCHEMA_VERSION);
+    let applied: i64 = again
+        .read(|c| Ok(c.query_one("SELECT count(*) FROM memoree_schema", &[])?.get(0)))
+        .unwrap();
+    assert_eq!(applied, SCHEMA_VERSION);
+}
+
+#[test]
+fn front_ends_starting_together_on_an_empty_database_migrate_it_exactly_once() {
+    let cluster = TestCluster::start();
+    let url = cluster.create_database();
+    let barrier = Arc::new(Barrier::new(4));
+    let opened: Vec<_> = (0..4)
+        .map(|_| {
+            let (url, barrier) = (url.clone(), Arc::clone(&barrier));
+            std::thread::spawn(move || {
+                barrier.wait();
+                PgStore::open(&url)
+            })
+        })
+        .collect();
+    for handle in opened {
+        handle.join().unwrap().unwrap();
+    }
+    let store = PgStore::open(&url).unwrap();
+    assert_eq!(store.read(schema_version).unwrap(), SCHEMA_VERSION);
+}
+
+#[test]
+fn a_foreign_database_or_a_newer_schema_is_refused_untouched() {
+    let cluster = TestCluster::start();
+    let url = cluster.create_database();
+    let name = url.split('/').nth(3).unwrap().split('?').next().unwrap().to_owned();
+    cluster.psql(&format!("ALTER DATABASE {name} OWNER TO memoree"));
+    {
+        let config: Config = url.parse().unwrap();
+        let conn = PgConn::connect(&config, SESSION_TIMEOUT).unwrap();
+        conn.batch("CREATE TABLE someone_elses (x int)").unwrap();
+    }
+    let refused = PgStore::open(&url).unwrap_err();
+    assert!(matches!(refused, StoreError::Config(_)), "{refused}");
+
+    let url = cluster.create_database();
+    let store = PgStore::open(&url).unwrap();
+    store
+        .connection()
+        .unwrap()
+        .batch("INSERT INTO memoree_schema (version, name) VALUES (99, 'future')")
+        .unwrap();
+    let refused = PgStore::open(&url).unwrap_err();
+    assert!(refused.to_string().contains("newer"), "{refused}");
+}
+
+#[test]
+fn history_rows_cannot_be_updated_deleted_or_truncated() {
+    let (_cluster, store) = fresh_store();
+    store.write(|tx| keyed_mutation(tx, "k")).unwrap();
+    let conn = store.connection().unwrap();
+    for sql in [
+        "UPDATE events SET actor = 'mallory'",
+        "DELETE FROM events",
+        "TRUNCATE events CASCADE",
+        "UPDATE idempotency SET request_hash = 'other'",
+    ] {
+        let refused = conn.batch(sql).unwrap_err();
+        assert!(
+            refused.to_string().contains("append-only")
+                || refused.to_string().contains("immutable")
+                || refused.to_string().contains("never truncated"),
+            "{sql}: {refused}"
+        );
+    }
+    assert_eq!(store.last_commit_seq().unwrap(), 1);
+}
+
+#[test]
+fn commit_seq_has_no_gaps_across_front_ends_writing_concurrently() {
+    let cluster = TestCluster::start();
+    let url = cluster.create_database();
+    let front_ends: Vec<PgStore> = (0..2).map(|_| PgStore::open(&url).unwrap()).collect();
+    let writers: Vec<_> = (0..8)
+        .map(|thread| {
+            let store = front_ends[thread % 2].clone();
+            std::thread::spawn(move || {
+                (0..25)
+                    .map(|i| {
+                        let key = format!("t{thread}-{i}");
+                        store.write(move |tx| keyed_mutation(tx, &key)).unwrap().0
+                    })
+                    .collect::<Vec<i64>>()
+            })
+        })
+        .collect();
+    let acknowledged: Vec<i64> = writers.into_iter().flat_map(|h| h.join().unwrap()).collect();
+    let distinct: BTreeSet<i64> = acknowledged.iter().copied().collect();
+    assert_eq!(distinct.len(), 200, "every acknowledged commit_seq is distinct");
+    assert_eq!(distinct, (1..=200).collect(), "and they are exactly 1..=200");
+    let events: Vec<i64> = front_ends[0]
+        .read(|c| {
+            Ok(c.query("SELECT commit_seq FROM events ORDER BY commit_seq", &[])?
+                .iter()
+                .map(|r| r.get(0))
+                .collect())
+        })
+        .unwrap();
+    assert_eq!(events, (1..=200).collect::<Vec<_>>());
+}
+
+#[test]
+fn the_same_idempotency_key_on_two_front_ends_at_once_is_applied_exactly_once() {
+    let cluster = TestCluster::start();
+    let url = cluster.create_database();
+    let front_ends: Vec<PgStore> = (0..2).map(|_| PgStore::open(&url).unwrap()).collect();
+    for round in 0..20 {
+        let barrier = Arc::new(Barrier::new(4));
+        let racers: Vec<_> = (0..4)
+            .map(|racer| {
+                let store = front_ends[racer % 2].clone();
+                let barrier = Arc::clone(&barrier);
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    let key = format!("race-{round}");
+                    store.write(move |tx| keyed_mutation(tx, &key)).unwrap()
+                })
+            })
+            .collect();
+        let outcomes: Vec<(i64, bool)> = racers.into_iter().map(|h| h.join().unwrap()).collect();
+        let applied = outcomes.iter().filter(|(_, replay)| !replay).count();
+        assert_eq!(applied, 1, "round {round}: {outcomes:?}");
+        assert!(
+            outcomes.iter().all(|(seq, _)| *seq == outcomes[0].0),
+            "all see one commit_seq"
+        );
+    }
+    let events: i64 = front_ends[1]
+        .read(|c| Ok(c.query_one("SELECT count(*) FROM events", &[])?.get(0)))
+        .unwrap();
+    assert_eq!(events, 20);
+}
+
+#[test]
+fn a_failed_mutation_leaves_nothing_and_takes_no_commit_seq() {
+    let (_cluster, store) = fresh_store();
+    let failed = store.write(|tx| -> StoreResult<()> {
+        keyed_mutation(tx, "doomed")?;
+        Err(StoreError::Invalid("refused after writing".to_owned()))
+    });
+    assert!(matches!(failed, Err(StoreError::Invalid(_))));
+    // A statement error inside a job rolls back only that job.
+    let broken = store.write(|tx| tx.conn().batch("SELECT * FROM no_such_table"));
+    assert!(matches!(broken, Err(StoreError::Postgres(_))));
+    let (seq, replay) = store.write(|tx| keyed_mutation(tx, "kept")).unwrap();
+    assert_eq!((seq, replay), (1, false));
+    assert_eq!(store.last_commit_seq().unwrap(), 1);
+}
+
+#[test]
+fn a_mutation_acknowledged_before_an_immediate_restart_survives_it_and_writing_resumes() {
+    let cluster = TestCluster::start();
+    let store = PgStore::open(&cluster.create_database()).unwrap();
+    let (seq, _) = store.write(|tx| keyed_mutation(tx, "before")).unwrap();
+    cluster.restart_immediate();
+    // The writer's and the pool's connections died with the server. The first write may be
+    // refused (transient, nothing acknowledged); a retry with the same key applies once.
+    let mut after = store.write(|tx| keyed_mutation(tx, "after"));
+    for _ in 0..20 {
+        match &after {
+            Err(e) if e.is_transient_postgres() => {
+                std::thread::sleep(Duration::from_millis(100));
+                after = store.write(|tx| keyed_mutation(tx, "after"));
+            }
+            _ => break,
+        }
+    }
+    assert_eq!(after.unwrap(), (seq + 1, false));
+    let keys: Vec<String> = (0..20)
+        .find_map(|_| {
+            let read = store.read(|c| {
+                Ok(c.query("SELECT scoped_key FROM idempotency ORDER BY commit_seq", &[])?
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect())
+            });
+            if read.is_err() {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            read.ok()
+        })
+        .unwrap();
+    assert_eq!(keys, ["before", "after"]);
+}
