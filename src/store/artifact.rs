@@ -248,7 +248,7 @@ impl Revisioned for Artifacts {
     ) -> StoreResult<String> {
         let revision_id = ArtifactRevisionId::generate();
         let body = new.body_text();
-        tx.conn()
+        tx.sqlite()?
             .prepare_cached(
                 "INSERT INTO artifact_revisions (id, artifact_id, revision_number, title, media_type, blob_hash, blob_size,
                      inline_blob, inline_encoding, body_indexed, provenance_json, actor, created_at, commit_seq)
@@ -270,8 +270,8 @@ impl Revisioned for Artifacts {
                 tx.now_db(),
                 commit_seq
             ])?;
-        let seq = tx.conn().last_insert_rowid();
-        tx.conn()
+        let seq = tx.sqlite()?.last_insert_rowid();
+        tx.sqlite()?
             .prepare_cached("INSERT INTO artifact_fts (rowid, title, body) VALUES (?1, ?2, ?3)")?
             .execute(params![seq, new.title, body.as_deref().unwrap_or("")])?;
         Ok(revision_id.into_string())
@@ -298,7 +298,7 @@ pub fn put(tx: &Tx<'_>, owner: &Owner, kind: &str, new: &NewRevision) -> StoreRe
     let artifact_id = ArtifactId::generate();
     revisioned::create::<Artifacts>(tx, &artifact_id, new, |tx| {
         let now = tx.now_db();
-        tx.conn()
+        tx.sqlite()?
             .prepare_cached(
                 "INSERT INTO artifacts (id, workspace_id, project_id, task_id, component, kind, current_revision_id, status, created_at, updated_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, '', ?7, ?8, ?8)",

@@ -210,7 +210,7 @@ impl Revisioned for Claims {
         commit_seq: i64,
     ) -> StoreResult<String> {
         let revision_id = ClaimRevisionId::generate();
-        tx.conn()
+        tx.sqlite()?
             .prepare_cached(
                 "INSERT INTO claim_revisions (id, claim_id, revision_number, statement, confidence, evidence_json, actor, created_at, commit_seq)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -226,8 +226,8 @@ impl Revisioned for Claims {
                 tx.now_db(),
                 commit_seq
             ])?;
-        let seq = tx.conn().last_insert_rowid();
-        tx.conn()
+        let seq = tx.sqlite()?.last_insert_rowid();
+        tx.sqlite()?
             .prepare_cached("INSERT INTO claim_fts (rowid, statement) VALUES (?1, ?2)")?
             .execute(params![seq, new.statement])?;
         Ok(revision_id.into_string())
@@ -300,11 +300,11 @@ pub fn assert(
     valid_from: Option<&str>,
     valid_until: Option<&str>,
 ) -> StoreResult<(ClaimRow, i64)> {
-    validate_evidence(tx.conn(), &new.evidence)?;
+    validate_evidence(tx.sqlite()?, &new.evidence)?;
     let claim_id = ClaimId::generate();
     revisioned::create::<Claims>(tx, &claim_id, new, |tx| {
         let now = tx.now_db();
-        tx.conn()
+        tx.sqlite()?
             .prepare_cached(
                 "INSERT INTO claims (id, workspace_id, project_id, task_id, component, claim_type, current_revision_id, status,
                      valid_from, valid_until, created_at, updated_at)
@@ -328,7 +328,7 @@ pub fn assert(
 
 /// Marks a claim superseded (used by `relation.put supersedes`) and resolves its open cases.
 pub fn supersede(tx: &Tx<'_>, claim_id: &str, commit_seq: i64) -> StoreResult<()> {
-    tx.conn().execute(
+    tx.sqlite()?.execute(
         "UPDATE claims SET status = ?1, updated_at = ?2 WHERE id = ?3 AND status = ?4",
         params![ClaimStatus::Superseded, tx.now_db(), claim_id, ClaimStatus::Active],
     )?;

@@ -9,12 +9,10 @@
 //! **Invariant:** at most one open case per relation (a partial unique index enforces it),
 //! and every open case references the current revisions of two non-terminal claims.
 
-use rusqlite::types::Value as SqlValue;
-use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
-
 use super::Tx;
+use super::db::{Db, Row, Value};
 use super::error::StoreResult;
-use super::scope::{self, Owner, owner_from_row};
+use super::scope::{self, Owner, owner_from_db_row};
 use crate::protocol::Horizon;
 use crate::protocol::claim::ClaimStatus;
 use crate::protocol::ids::{CaseEventId, CaseId, ClaimId, ClaimRevisionId, RelationId};
@@ -29,19 +27,19 @@ fn append_case_event(
     reason: &str,
     commit_seq: i64,
 ) -> StoreResult<()> {
-    tx.conn().execute(
+    tx.db().execute(
         "INSERT INTO conflict_events (event_id, case_id, event_type, source_revision_id, target_revision_id, reason,
              operation_commit_seq, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        params![
-            CaseEventId::generate(),
-            case_id,
-            event_type,
-            source_revision_id,
-            target_revision_id,
-            reason,
-            commit_seq,
-            tx.now_db()
+        &[
+            &CaseEventId::generate(),
+            &case_id,
+            &event_type,
+            &source_revision_id,
+            &target_revision_id,
+            &reason,
+            &commit_seq,
+            &tx.now_db(),
         ],
     )?;
     Ok(())
@@ -50,16 +48,13 @@ fn append_case_event(
 /// Opens a case freezing the current revisions of both claims of `relation_id`.
 pub fn open_case(tx: &Tx<'_>, relation_id: &str, reason: &str, commit_seq: i64) -> StoreResult<Option<CaseId>> {
     type Side = (ClaimId, ClaimRevisionId, ClaimStatus);
-    let endpoints: Option<(Side, Side)> = tx
-        .conn()
-        .query_row(
-            "SELECT s.id, s.current_revision_id, s.status, t.id, t.current_revision_id, t.status
-             FROM relations rel JOIN claims s ON s.id = rel.source_id JOIN claims t ON t.id = rel.target_id
-             WHERE rel.id = ?1 AND rel.relation = 'contradicts' AND rel.source_type = 'claim' AND rel.target_type = 'claim'",
-            [relation_id],
-            |r| Ok(((r.get(0)?, r.get(1)?, r.get(2)?), (r.get(3)?, r.get(4)?, r.get(5)?))),
-        )
-        .optional()?;
+    let endpoints: Option<(Side, Side)> = tx.db().query_opt(
+        "SELECT s.id, s.current_revision_id, s.status, t.id, t.current_revision_id, t.status
+         FROM relations rel JOIN claims s ON s.id = rel.source_id JOIN claims t ON t.id = rel.target_id
+         WHERE rel.id = ?1 AND rel.relation = 'contradicts' AND rel.source_type = 'claim' AND rel.target_type = 'claim'",
+        &[&relation_id],
+        |r| Ok(((r.get(0)?, r.get(1)?, r.get(2)?), (r.get(3)?, r.get(4)?, r.get(5)?))),
+    )?;
     let Some(((source, source_rev, source_status), (target, target_rev, target_status))) = endpoints else {
         return Ok(None);
     };
@@ -68,21 +63,21 @@ pub fn open_case(tx: &Tx<'_>, relation_id: &str, reason: &str, commit_seq: i64) 
     }
     let case_id = CaseId::generate();
     let now = tx.now_db();
-    tx.conn().execute(
+    tx.db().execute(
         "INSERT INTO conflict_cases (case_id, relation_id, source_claim_id, source_revision_id, target_claim_id,
              target_revision_id, state, state_reason, opened_at, updated_at, opened_commit_seq)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10)",
-        params![
-            case_id,
-            relation_id,
-            source,
-            source_rev,
-            target,
-            target_rev,
-            ConflictState::Open,
-            reason,
-            now,
-            commit_seq
+        &[
+            &case_id,
+            &relation_id,
+            &source,
+            &source_rev,
+            &target,
+            &target_rev,
+            &ConflictState::Open,
+            &reason,
+            &now,
+            &commit_seq,
         ],
     )?;
     append_case_event(tx, &case_id, "opened", &source_rev, &target_rev, reason, commit_seq)?;
@@ -97,23 +92,21 @@ fn transition_open_cases(
     reason: &str,
     commit_seq: i64,
 ) -> StoreResult<()> {
-    let cases: Vec<(CaseId, ClaimRevisionId, ClaimRevisionId)> = {
-        let mut stmt = tx.conn().prepare_cached(
-            "SELECT case_id, source_revision_id, target_revision_id FROM conflict_cases
-             WHERE state = 'open' AND (source_claim_id = ?1 OR target_claim_id = ?1) ORDER BY case_sequence",
-        )?;
-        stmt.query_map([claim_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-            .collect::<rusqlite::Result<_>>()?
-    };
+    let cases: Vec<(CaseId, ClaimRevisionId, ClaimRevisionId)> = tx.db().query_all(
+        "SELECT case_id, source_revision_id, target_revision_id FROM conflict_cases
+         WHERE state = 'open' AND (source_claim_id = ?1 OR target_claim_id = ?1) ORDER BY case_sequence",
+        &[&claim_id],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
     let event_type = if state == ConflictState::Stale {
         "stale"
     } else {
         "resolved"
     };
     for (case_id, source_rev, target_rev) in cases {
-        tx.conn().execute(
+        tx.db().execute(
             "UPDATE conflict_cases SET state = ?1, state_reason = ?2, updated_at = ?3 WHERE case_id = ?4",
-            params![state, reason, tx.now_db(), case_id],
+            &[&state, &reason, &tx.now_db(), &case_id],
         )?;
         append_case_event(tx, &case_id, event_type, &source_rev, &target_rev, reason, commit_seq)?;
     }
@@ -124,14 +117,12 @@ fn transition_open_cases(
 /// it whose endpoints are both still non-terminal.
 pub fn reassess_after_revision(tx: &Tx<'_>, claim_id: &str, commit_seq: i64) -> StoreResult<()> {
     transition_open_cases(tx, claim_id, ConflictState::Stale, "claim revision changed", commit_seq)?;
-    let relations: Vec<RelationId> = {
-        let mut stmt = tx.conn().prepare_cached(
-            "SELECT id FROM relations WHERE relation = 'contradicts' AND source_type = 'claim' AND target_type = 'claim'
-             AND (source_id = ?1 OR target_id = ?1) ORDER BY commit_seq",
-        )?;
-        stmt.query_map([claim_id], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?
-    };
+    let relations: Vec<RelationId> = tx.db().query_all(
+        "SELECT id FROM relations WHERE relation = 'contradicts' AND source_type = 'claim' AND target_type = 'claim'
+         AND (source_id = ?1 OR target_id = ?1) ORDER BY commit_seq",
+        &[&claim_id],
+        |r| r.get(0),
+    )?;
     for relation_id in relations {
         open_case(
             tx,
@@ -168,7 +159,7 @@ pub struct CaseRow {
     pub relation_owner: Owner,
 }
 
-fn case_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CaseRow> {
+fn case_row(r: &Row<'_>) -> StoreResult<CaseRow> {
     Ok(CaseRow {
         case_sequence: r.get(0)?,
         case_id: r.get(1)?,
@@ -183,7 +174,7 @@ fn case_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CaseRow> {
         updated_at: r.get(10)?,
         opened_commit_seq: r.get(11)?,
         relation_metadata_json: r.get(12)?,
-        relation_owner: owner_from_row(r, 13)?,
+        relation_owner: owner_from_db_row(r, 13)?,
     })
 }
 
@@ -200,8 +191,8 @@ pub struct ListQuery<'a> {
 /// One page of open (and, on request, stale) cases, newest first by case sequence, whose
 /// relation is visible at the horizon. Resolved cases are audit history and never listed.
 /// Returns the cases and whether more exist.
-pub fn list(conn: &Connection, query: &ListQuery<'_>) -> StoreResult<(Vec<CaseRow>, bool)> {
-    let mut params: Vec<SqlValue> = Vec::new();
+pub fn list<'c>(db: impl Into<Db<'c>>, query: &ListQuery<'_>) -> StoreResult<(Vec<CaseRow>, bool)> {
+    let mut params: Vec<Value> = Vec::new();
     let states = if query.include_stale {
         "cc.state IN ('open', 'stale')"
     } else {
@@ -209,11 +200,11 @@ pub fn list(conn: &Connection, query: &ListQuery<'_>) -> StoreResult<(Vec<CaseRo
     };
     let mut clauses = vec![states.to_owned()];
     if let Some(before) = query.before_case_sequence {
-        params.push(SqlValue::Integer(before));
+        params.push(Value::Integer(before));
         clauses.push("cc.case_sequence < ?".to_owned());
     }
     clauses.push(scope::visibility_sql("rel", query.ambient, query.horizon, &mut params));
-    params.push(SqlValue::Integer(query.limit as i64 + 1));
+    params.push(Value::Integer(query.limit as i64 + 1));
     let sql = format!(
         "SELECT cc.case_sequence, cc.case_id, cc.relation_id, cc.source_claim_id, cc.source_revision_id,
              cc.target_claim_id, cc.target_revision_id, cc.state, cc.state_reason, cc.opened_at, cc.updated_at,
@@ -222,10 +213,7 @@ pub fn list(conn: &Connection, query: &ListQuery<'_>) -> StoreResult<(Vec<CaseRo
          WHERE {} ORDER BY cc.case_sequence DESC LIMIT ?",
         clauses.join(" AND ")
     );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let mut rows = stmt
-        .query_map(params_from_iter(params), case_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut rows = db.into().query_values(&sql, &params, case_row)?;
     let more = rows.len() > query.limit;
     rows.truncate(query.limit);
     Ok((rows, more))
@@ -244,8 +232,8 @@ pub struct OpenConflict {
 /// involving any of the claims (either side) whose frozen revisions are both claims'
 /// current revisions, and whose relation is visible at `horizon` from `ambient`. Ordered by
 /// relation commit sequence (then case sequence); each case appears once.
-pub fn open_conflicts_for_claims<S: AsRef<str>>(
-    conn: &Connection,
+pub fn open_conflicts_for_claims<'c, S: AsRef<str>>(
+    db: impl Into<Db<'c>>,
     claim_ids: &[S],
     ambient: &Owner,
     horizon: Horizon,
@@ -260,10 +248,15 @@ pub fn open_conflicts_for_claims<S: AsRef<str>>(
             .collect(),
     )
     .to_string();
-    let mut params = vec![SqlValue::Text(ids)];
+    let db = db.into();
+    let mut params = vec![Value::Text(ids)];
     let visible = scope::visibility_sql("rel", ambient, horizon, &mut params);
+    let wanted = db.pick(
+        "SELECT DISTINCT value FROM json_each(?)",
+        "SELECT DISTINCT value FROM jsonb_array_elements_text(CAST(CAST(? AS text) AS jsonb))",
+    );
     let sql = format!(
-        "WITH wanted(id) AS (SELECT DISTINCT value FROM json_each(?))
+        "WITH wanted(id) AS ({wanted})
          SELECT cc.case_id, cc.relation_id, cc.source_claim_id, cc.target_claim_id
          FROM conflict_cases cc
          JOIN relations rel ON rel.id = cc.relation_id
@@ -276,16 +269,12 @@ pub fn open_conflicts_for_claims<S: AsRef<str>>(
            AND {visible}
          ORDER BY rel.commit_seq, cc.case_sequence"
     );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt
-        .query_map(params_from_iter(params), |r| {
-            Ok(OpenConflict {
-                case_id: r.get(0)?,
-                relation_id: r.get(1)?,
-                source_claim_id: r.get(2)?,
-                target_claim_id: r.get(3)?,
-            })
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows)
+    db.query_values(&sql, &params, |r| {
+        Ok(OpenConflict {
+            case_id: r.get(0)?,
+            relation_id: r.get(1)?,
+            source_claim_id: r.get(2)?,
+            target_claim_id: r.get(3)?,
+        })
+    })
 }

@@ -47,6 +47,9 @@ pub enum StoreError {
     Io(#[from] std::io::Error),
     #[error("stored JSON is invalid: {0}")]
     Json(#[from] serde_json::Error),
+    /// Store code that exists for one backend only, reached on the other.
+    #[error("{}: {}", ErrorCode::InternalError.prefix(), .0)]
+    Unsupported(String),
     #[error("the store writer has shut down")]
     WriterGone,
     #[error("{}: {}", ErrorCode::InternalError.prefix(), .0)]

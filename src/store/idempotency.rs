@@ -4,11 +4,10 @@
 //! the result it produced. Checking and recording happen inside the mutation's own
 //! transaction on the single writer, so concurrent retries of one key cannot both apply.
 
-use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
-use super::Tx;
 use super::error::{StoreError, StoreResult};
+use super::{Db, Tx};
 
 /// The identity of one logical mutation.
 #[derive(Clone, Debug)]
@@ -30,13 +29,12 @@ pub struct Replay {
 
 /// Looks the key up: `Ok(Some)` for an identical replay, `IdempotencyConflict` when the key
 /// was used for a different request.
-pub fn check(conn: &Connection, key: &IdempotencyKey) -> StoreResult<Option<Replay>> {
-    let found: Option<(String, String, String, i64)> = conn
-        .prepare_cached(
-            "SELECT request_hash, operation, replay_json, commit_seq FROM idempotency WHERE scoped_key = ?1",
-        )?
-        .query_row([&key.scoped_key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-        .optional()?;
+pub fn check(db: Db<'_>, key: &IdempotencyKey) -> StoreResult<Option<Replay>> {
+    let found: Option<(String, String, String, i64)> = db.query_opt(
+        "SELECT request_hash, operation, replay_json, commit_seq FROM idempotency WHERE scoped_key = ?1",
+        &[&key.scoped_key],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+    )?;
     match found {
         None => Ok(None),
         Some((hash, operation, response, commit_seq)) => {
@@ -53,20 +51,21 @@ pub fn check(conn: &Connection, key: &IdempotencyKey) -> StoreResult<Option<Repl
     }
 }
 
-/// Records the result of a fresh mutation under its key.
+/// Records the result of a fresh mutation under its key. The primary key refuses a second
+/// record for the same key, so even two front ends that both passed [`check`] cannot both
+/// apply it (on PostgreSQL the writers are serialized anyway; this is the backstop).
 pub fn record(tx: &Tx<'_>, key: &IdempotencyKey, result: &Value, commit_seq: i64) -> StoreResult<()> {
-    tx.conn()
-        .prepare_cached(
-            "INSERT INTO idempotency (scoped_key, request_hash, operation, replay_json, commit_seq, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )?
-        .execute(params![
-            key.scoped_key,
-            key.fingerprint,
-            key.operation,
-            result.to_string(),
-            commit_seq,
-            tx.now_db()
-        ])?;
+    tx.db().execute(
+        "INSERT INTO idempotency (scoped_key, request_hash, operation, replay_json, commit_seq, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        &[
+            &key.scoped_key,
+            &key.fingerprint,
+            &key.operation,
+            &result.to_string(),
+            &commit_seq,
+            &tx.now_db(),
+        ],
+    )?;
     Ok(())
 }

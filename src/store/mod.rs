@@ -12,6 +12,7 @@ pub mod artifact;
 pub mod backup;
 pub mod claim;
 pub mod conflict;
+pub mod db;
 mod error;
 pub mod idempotency;
 mod migrate;
@@ -22,7 +23,7 @@ pub mod restore;
 pub mod revisioned;
 pub mod scope;
 pub mod search;
-mod sql;
+pub(crate) mod sql;
 #[cfg(test)]
 pub(crate) mod test_seed;
 pub mod verify;
@@ -33,9 +34,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use serde_json::Value;
 
+pub use db::Db;
 pub use error::{StoreError, StoreResult};
 pub use migrate::{SCHEMA_VERSION, schema_version};
 
@@ -77,26 +79,33 @@ impl std::fmt::Debug for Store {
     }
 }
 
-/// A mutation's view of the group transaction, positioned inside its own savepoint.
+/// A mutation's view of the group transaction, positioned inside its own savepoint, on
+/// either backend.
 pub struct Tx<'c> {
-    conn: &'c Connection,
+    db: Db<'c>,
     now: Timestamp,
     /// `now` in the database form, formatted once per mutation.
     now_db: String,
 }
 
 impl<'c> Tx<'c> {
-    pub(crate) fn new(conn: &'c Connection, now: Timestamp) -> Tx<'c> {
+    pub(crate) fn new(db: Db<'c>, now: Timestamp) -> Tx<'c> {
         Tx {
-            conn,
+            db,
             now,
             now_db: timefmt::to_db(&now),
         }
     }
 
     /// The connection, inside the job's savepoint.
-    pub fn conn(&self) -> &'c Connection {
-        self.conn
+    pub fn db(&self) -> Db<'c> {
+        self.db
+    }
+
+    /// The SQLite connection, for store code not yet written against [`Db`]; on PostgreSQL
+    /// it is [`StoreError::Unsupported`].
+    pub fn sqlite(&self) -> StoreResult<&'c Connection> {
+        self.db.sqlite()
     }
 
     /// The instant this mutation is recorded at.
@@ -111,30 +120,30 @@ impl<'c> Tx<'c> {
 
     /// Takes the next commit sequence value.
     pub fn next_commit_seq(&self) -> StoreResult<i64> {
-        Ok(self
-            .conn
-            .prepare_cached("UPDATE commit_state SET commit_seq = commit_seq + 1 WHERE id = 1 RETURNING commit_seq")?
-            .query_row([], |row| row.get(0))?)
+        self.db.query_one(
+            "UPDATE commit_state SET commit_seq = commit_seq + 1 WHERE id = 1 RETURNING commit_seq",
+            &[],
+            |r| r.get(0),
+        )
     }
 
     /// Appends the one `events` row of a logical mutation.
     pub fn append_event(&self, event: &Event<'_>) -> StoreResult<()> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO events (commit_seq, event_id, event_type, entity_type, entity_id, revision_id, actor, payload_json, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )?
-            .execute(params![
-                event.commit_seq,
-                EventId::generate(),
-                event.operation,
-                event.entity.as_str(),
-                event.entity_id,
-                event.revision_id,
-                event.actor,
-                event.payload.to_string(),
-                self.now_db()
-            ])?;
+        self.db.execute(
+            "INSERT INTO events (commit_seq, event_id, event_type, entity_type, entity_id, revision_id, actor, payload_json, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            &[
+                &event.commit_seq,
+                &EventId::generate(),
+                &event.operation,
+                &event.entity.as_str(),
+                &event.entity_id,
+                &event.revision_id,
+                &event.actor,
+                &event.payload.to_string(),
+                &self.now_db(),
+            ],
+        )?;
         Ok(())
     }
 }

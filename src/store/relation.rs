@@ -207,7 +207,7 @@ pub fn put(
     event_payload: &dyn Fn(&RelationRow) -> StoreResult<Value>,
 ) -> StoreResult<PutOutcome> {
     let (source, target, relation) = (&new.source, &new.target, new.relation);
-    if let Some(existing) = find_edge(tx.conn(), source, relation, target)? {
+    if let Some(existing) = find_edge(tx.sqlite()?, source, relation, target)? {
         if same_metadata(&existing.metadata_json, &new.metadata_json)? {
             return Ok(PutOutcome::Existing(existing));
         }
@@ -233,7 +233,7 @@ pub fn put(
     }
     let commit_seq = tx.next_commit_seq()?;
     let relation_id = RelationId::generate();
-    tx.conn()
+    tx.sqlite()?
         .prepare_cached(
             "INSERT INTO relations (id, source_type, source_id, relation, target_type, target_id, metadata_json,
                  workspace_id, project_id, task_id, component, created_at, commit_seq)
@@ -254,7 +254,7 @@ pub fn put(
             tx.now_db(),
             commit_seq
         ])?;
-    let stored = get(tx.conn(), &relation_id)?
+    let stored = get(tx.sqlite()?, &relation_id)?
         .ok_or_else(|| StoreError::Internal(format!("relation {relation_id} vanished after insert")))?;
     tx.append_event(&Event {
         commit_seq,

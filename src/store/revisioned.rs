@@ -191,7 +191,7 @@ pub fn create<E: Revisioned>(
         // The entity and revision rows hold everything: nothing to add.
         payload: json!({}),
     })?;
-    Ok((head::<E>(tx.conn(), id)?, commit_seq))
+    Ok((head::<E>(tx.sqlite()?, id)?, commit_seq))
 }
 
 /// Appends the next revision to `current` (scope, lifecycle and `if_revision` already
@@ -211,14 +211,14 @@ pub fn revise<E: Revisioned>(tx: &Tx<'_>, current: &E::Row, new: &E::NewRevision
         payload: json!({"previous_revision_id": current.revision_id()}),
     })?;
     E::after_revise(tx, id, commit_seq)?;
-    Ok((head::<E>(tx.conn(), id)?, commit_seq))
+    Ok((head::<E>(tx.sqlite()?, id)?, commit_seq))
 }
 
 /// Moves the entity to its terminal status with `reason`; its revisions stay readable.
 pub fn close<E: Revisioned>(tx: &Tx<'_>, current: &E::Row, reason: &str) -> StoreResult<(E::Row, i64)> {
     let commit_seq = tx.next_commit_seq()?;
     let id = current.entity_id();
-    tx.conn()
+    tx.sqlite()?
         .prepare_cached(&format!(
             "UPDATE {} SET status = ?1, {} = ?2, updated_at = ?3 WHERE id = ?4",
             E::TABLE,
@@ -235,11 +235,11 @@ pub fn close<E: Revisioned>(tx: &Tx<'_>, current: &E::Row, reason: &str) -> Stor
         payload: json!({"reason": reason}),
     })?;
     E::after_close(tx, id, commit_seq)?;
-    Ok((head::<E>(tx.conn(), id)?, commit_seq))
+    Ok((head::<E>(tx.sqlite()?, id)?, commit_seq))
 }
 
 fn set_head<E: Revisioned>(tx: &Tx<'_>, id: &str, revision_id: &str) -> StoreResult<()> {
-    tx.conn()
+    tx.sqlite()?
         .prepare_cached(&format!(
             "UPDATE {} SET current_revision_id = ?1, updated_at = ?2 WHERE id = ?3",
             E::TABLE

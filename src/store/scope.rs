@@ -10,8 +10,7 @@
 //! task side (same workspace and project, and no ambient task, or an owner without task, or
 //! equal tasks); `workspace` is the same workspace; `personal` is the whole local store.
 
-use rusqlite::types::Value as SqlValue;
-
+use super::db::Row;
 use super::error::{StoreError, StoreResult};
 use crate::protocol::Horizon;
 
@@ -74,20 +73,20 @@ pub fn check_write(entity_type: &str, entity_id: &str, owner: &Owner, ambient: &
 
 /// An SQL predicate over the owner columns of `alias` selecting rows visible at `horizon`.
 /// Appends its parameters to `params` and uses positional `?` placeholders.
-pub fn visibility_sql(alias: &str, ambient: &Owner, horizon: Horizon, params: &mut Vec<SqlValue>) -> String {
+pub fn visibility_sql<V: From<String>>(alias: &str, ambient: &Owner, horizon: Horizon, params: &mut Vec<V>) -> String {
     match horizon {
-        Horizon::Personal => "1".to_owned(),
+        Horizon::Personal => "TRUE".to_owned(),
         Horizon::Workspace => {
-            params.push(SqlValue::Text(ambient.workspace_id.clone()));
+            params.push(V::from(ambient.workspace_id.clone()));
             format!("{alias}.workspace_id = ?")
         }
         Horizon::Ambient => {
-            params.push(SqlValue::Text(ambient.workspace_id.clone()));
-            params.push(SqlValue::Text(ambient.project_id.clone()));
+            params.push(V::from(ambient.workspace_id.clone()));
+            params.push(V::from(ambient.project_id.clone()));
             match &ambient.task_id {
                 None => format!("({alias}.workspace_id = ? AND {alias}.project_id = ?)"),
                 Some(task) => {
-                    params.push(SqlValue::Text(task.clone()));
+                    params.push(V::from(task.clone()));
                     format!(
                         "({alias}.workspace_id = ? AND {alias}.project_id = ? AND ({alias}.task_id IS NULL OR {alias}.task_id = ?))"
                     )
@@ -98,6 +97,16 @@ pub fn visibility_sql(alias: &str, ambient: &Owner, horizon: Horizon, params: &m
 }
 
 /// Reads owner columns `workspace_id, project_id, task_id, component` starting at `first`.
+pub fn owner_from_db_row(row: &Row<'_>, first: usize) -> StoreResult<Owner> {
+    Ok(Owner {
+        workspace_id: row.get(first)?,
+        project_id: row.get(first + 1)?,
+        task_id: row.get(first + 2)?,
+        component: row.get(first + 3)?,
+    })
+}
+
+/// [`owner_from_db_row`] for store code still reading `rusqlite` rows directly.
 pub fn owner_from_row(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Owner> {
     Ok(Owner {
         workspace_id: row.get(first)?,

@@ -1,9 +1,17 @@
-//! SQLite conversions of the protocol's identifier newtypes and status enums, so rows carry
-//! typed values and statements bind them directly. A stored value outside an enum's set is
-//! a conversion error (the schema's `CHECK` constraints keep that from happening).
+//! SQLite and PostgreSQL conversions of the protocol's identifier newtypes and status enums,
+//! so rows carry typed values and statements bind them directly on either backend. A stored
+//! value outside an enum's set is a conversion error (the schema's `CHECK` constraints keep
+//! that from happening).
 
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 
+use std::error::Error;
+
+use bytes::BytesMut;
+use postgres::types::{IsNull, Type};
+
+use super::db::from_db_text;
+use super::error::{StoreError, StoreResult};
 use crate::protocol::artifact::ArtifactStatus;
 use crate::protocol::claim::{ClaimStatus, ClaimType};
 use crate::protocol::ids::{
@@ -11,6 +19,33 @@ use crate::protocol::ids::{
 };
 use crate::protocol::relation::{ConflictState, EntityType, RelationType};
 use crate::protocol::{ErrorCode, Operation};
+
+/// A typed value stored as text.
+pub(super) trait FromText: Sized {
+    fn from_text(text: &str) -> StoreResult<Self>;
+}
+
+/// Converts stored text (read from PostgreSQL) into its typed value.
+pub(super) fn parse_text<T: FromText>(text: &str) -> StoreResult<T> {
+    T::from_text(text)
+}
+
+/// Binds a text newtype or enum as PostgreSQL text.
+macro_rules! pg_text {
+    ($name:ty) => {
+        impl postgres::types::ToSql for $name {
+            fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
+                postgres::types::ToSql::to_sql(&self.as_str(), ty, out)
+            }
+
+            fn accepts(ty: &Type) -> bool {
+                <&str as postgres::types::ToSql>::accepts(ty)
+            }
+
+            postgres::types::to_sql_checked!();
+        }
+    };
+}
 
 macro_rules! sql_id {
     ($($name:ty),+) => {
@@ -26,6 +61,15 @@ macro_rules! sql_id {
                     String::column_result(value).map(<$name>::from)
                 }
             }
+
+            impl FromText for $name {
+                fn from_text(text: &str) -> StoreResult<$name> {
+                    Ok(<$name>::from(text.to_owned()))
+                }
+            }
+
+            pg_text!($name);
+            from_db_text!($name);
         )+
     };
 }
@@ -59,6 +103,17 @@ macro_rules! sql_enum {
                     })
                 }
             }
+
+            impl FromText for $name {
+                fn from_text(text: &str) -> StoreResult<$name> {
+                    <$name>::parse(text).ok_or_else(|| {
+                        StoreError::Integrity(format!("stored {text:?} is not one of {:?}", <$name>::NAMES))
+                    })
+                }
+            }
+
+            pg_text!($name);
+            from_db_text!($name);
         )+
     };
 }

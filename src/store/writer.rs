@@ -17,8 +17,8 @@ use std::thread::JoinHandle;
 
 use rusqlite::Connection;
 
-use super::Tx;
 use super::error::{StoreError, StoreResult};
+use super::{Db, Tx};
 use crate::fault::DiskFullFlag;
 use crate::timefmt;
 
@@ -275,7 +275,7 @@ fn run_group(conn: &Connection, mut group: Vec<Box<dyn Job>>, cap: Option<&PageC
             aborted = Some(Arc::new(e));
             break;
         }
-        let tx = Tx::new(conn, timefmt::now());
+        let tx = Tx::new(Db::Sqlite(conn), timefmt::now());
         let ok = job.run(&tx);
         if conn.is_autocommit() {
             // SQLite rolled the whole transaction back under this job (on SQLITE_FULL or an
@@ -331,7 +331,8 @@ mod tests {
     use super::*;
 
     fn insert(tx: &Tx<'_>, bytes: usize) -> StoreResult<()> {
-        tx.conn().execute("INSERT INTO t (v) VALUES (?1)", [vec![7u8; bytes]])?;
+        tx.sqlite()?
+            .execute("INSERT INTO t (v) VALUES (?1)", [vec![7u8; bytes]])?;
         Ok(())
     }
 

@@ -40,8 +40,8 @@ pub(super) fn put(service: &Service, call: &Call, input: RelationPutInput) -> Re
     let key = call.idempotency_key()?;
     let ambient = context_owner(call.context()?);
     let written = service.store().write(move |tx| {
-        let source = store_relation::endpoint(tx.conn(), input.source_type, &input.source_id)?;
-        let target = store_relation::endpoint(tx.conn(), input.target_type, &input.target_id)?;
+        let source = store_relation::endpoint(tx.sqlite()?, input.source_type, &input.source_id)?;
+        let target = store_relation::endpoint(tx.sqlite()?, input.target_type, &input.target_id)?;
         store_relation::check_endpoint_write(&source, &ambient)?;
         store_relation::check_endpoint_write(&target, &ambient)?;
         if let Some(replay) = mutation::check(tx, &key)? {

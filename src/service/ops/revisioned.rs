@@ -93,7 +93,7 @@ where
     let key = call.idempotency_key()?;
     let ambient = context_owner(call.context()?);
     let written = service.store().write(move |tx| -> StoreResult<Written> {
-        let head = revisioned::head::<E>(tx.conn(), &id)?;
+        let head = revisioned::head::<E>(tx.sqlite()?, &id)?;
         scope::check_write(E::ENTITY.as_str(), head.entity_id(), head.owner(), &ambient)?;
         if let Some(replay) = mutation::check(tx, &key)? {
             return Ok(replay);

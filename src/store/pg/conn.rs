@@ -93,13 +93,16 @@ impl PgConn {
     }
 }
 
-/// Rewrites `?N` placeholders to `$N`, leaving quoted text and identifiers alone.
+/// Rewrites SQLite placeholders to PostgreSQL's, leaving quoted text and identifiers alone:
+/// `?N` becomes `$N`, and an anonymous `?` gets the number SQLite gives it (one more than the
+/// largest number so far).
 pub fn pg_sql(sql: &str) -> Cow<'_, str> {
     if !sql.contains('?') {
         return Cow::Borrowed(sql);
     }
-    let mut out = String::with_capacity(sql.len());
+    let mut out = String::with_capacity(sql.len() + 8);
     let mut quote: Option<char> = None;
+    let mut largest = 0u32;
     let mut chars = sql.chars().peekable();
     while let Some(c) = chars.next() {
         match quote {
@@ -113,7 +116,20 @@ pub fn pg_sql(sql: &str) -> Cow<'_, str> {
                 quote = Some(c);
                 out.push(c);
             }
-            None if c == '?' && chars.peek().is_some_and(char::is_ascii_digit) => out.push('$'),
+            None if c == '?' => {
+                let mut digits = String::new();
+                while let Some(d) = chars.peek().copied().filter(char::is_ascii_digit) {
+                    digits.push(d);
+                    chars.next();
+                }
+                let number = match digits.parse::<u32>() {
+                    Ok(n) => n,
+                    Err(_) => largest + 1,
+                };
+                largest = largest.max(number);
+                out.push('$');
+                out.push_str(&number.to_string());
+            }
             None => out.push(c),
         }
     }
@@ -155,5 +171,9 @@ mod tests {
             "SELECT '?1', \"a?2\" FROM t WHERE x = $1 AND y = $12"
         );
         assert!(matches!(pg_sql("SELECT 1"), Cow::Borrowed(_)));
+        assert_eq!(
+            pg_sql("a = ? AND b = ?3 AND c = ? AND d = ?1"),
+            "a = $1 AND b = $3 AND c = $4 AND d = $1"
+        );
     }
 }

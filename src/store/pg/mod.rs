@@ -28,10 +28,8 @@ use postgres::Config;
 pub use conn::PgConn;
 pub use migrate::{SCHEMA_VERSION, schema_version};
 
+use super::Tx;
 use super::error::{StoreError, StoreResult};
-use super::{Event, EventEntity};
-use crate::protocol::ids::EventId;
-use crate::timefmt::{self, Timestamp};
 
 /// Pooled read connections per front end.
 const MAX_READERS: u32 = 8;
@@ -104,7 +102,7 @@ impl PgStore {
     pub fn write<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
-        F: FnOnce(&PgTx<'_>) -> StoreResult<T> + Send + 'static,
+        F: FnOnce(&Tx<'_>) -> StoreResult<T> + Send + 'static,
     {
         self.inner.writer.write(f)
     }
@@ -130,74 +128,6 @@ pub fn last_commit_seq(conn: &PgConn) -> StoreResult<i64> {
     Ok(conn
         .query_one("SELECT commit_seq FROM commit_state WHERE id = 1", &[])?
         .get(0))
-}
-
-/// A mutation's view of the group transaction, positioned inside its own savepoint.
-pub struct PgTx<'c> {
-    conn: &'c PgConn,
-    now: Timestamp,
-    now_db: String,
-}
-
-impl<'c> PgTx<'c> {
-    pub(crate) fn new(conn: &'c PgConn, now: Timestamp) -> PgTx<'c> {
-        PgTx {
-            conn,
-            now,
-            now_db: timefmt::to_db(&now),
-        }
-    }
-
-    /// The connection, inside the job's savepoint.
-    pub fn conn(&self) -> &'c PgConn {
-        self.conn
-    }
-
-    /// The instant this mutation is recorded at.
-    pub fn now(&self) -> Timestamp {
-        self.now
-    }
-
-    /// The database form of [`PgTx::now`].
-    pub fn now_db(&self) -> &str {
-        &self.now_db
-    }
-
-    /// Takes the next commit sequence value (the row is already locked by the group).
-    pub fn next_commit_seq(&self) -> StoreResult<i64> {
-        Ok(self
-            .conn
-            .query_one(
-                "UPDATE commit_state SET commit_seq = commit_seq + 1 WHERE id = 1 RETURNING commit_seq",
-                &[],
-            )?
-            .get(0))
-    }
-
-    /// Appends the one `events` row of a logical mutation.
-    pub fn append_event(&self, event: &Event<'_>) -> StoreResult<()> {
-        let entity = match event.entity {
-            EventEntity::Artifact => "artifact",
-            EventEntity::Claim => "claim",
-            EventEntity::Relation => "relation",
-        };
-        self.conn.execute(
-            "INSERT INTO events (commit_seq, event_id, event_type, entity_type, entity_id, revision_id, actor, payload_json, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            &[
-                &event.commit_seq,
-                &EventId::generate().as_str(),
-                &event.operation.as_str(),
-                &entity,
-                &event.entity_id,
-                &event.revision_id,
-                &event.actor,
-                &event.payload.to_string(),
-                &self.now_db(),
-            ],
-        )?;
-        Ok(())
-    }
 }
 
 #[cfg(test)]

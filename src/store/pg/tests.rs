@@ -7,6 +7,7 @@ use serde_json::json;
 
 use super::*;
 use crate::protocol::Operation;
+use crate::store::{Event, EventEntity};
 use crate::testkit::postgres::TestCluster;
 
 /// A fresh cluster with one migrated, empty store.
@@ -19,10 +20,14 @@ pub(crate) fn fresh_store() -> (TestCluster, PgStore) {
 /// One logical mutation as the service performs it: replay check, commit sequence, event and
 /// replay record, all in the writer's transaction. Returns the commit sequence and whether it
 /// was a replay.
-fn keyed_mutation(tx: &PgTx<'_>, key: &str) -> StoreResult<(i64, bool)> {
-    let conn = tx.conn();
-    if let Some(row) = conn.query_opt("SELECT commit_seq FROM idempotency WHERE scoped_key = ?1", &[&key])? {
-        return Ok((row.get(0), true));
+fn keyed_mutation(tx: &Tx<'_>, key: &str) -> StoreResult<(i64, bool)> {
+    let db = tx.db();
+    if let Some(seq) = db.query_opt(
+        "SELECT commit_seq FROM idempotency WHERE scoped_key = ?1",
+        &[&key],
+        |r| r.get(0),
+    )? {
+        return Ok((seq, true));
     }
     let commit_seq = tx.next_commit_seq()?;
     tx.append_event(&Event {
@@ -34,7 +39,7 @@ fn keyed_mutation(tx: &PgTx<'_>, key: &str) -> StoreResult<(i64, bool)> {
         actor: None,
         payload: json!({}),
     })?;
-    conn.execute(
+    db.execute(
         "INSERT INTO idempotency (scoped_key, request_hash, operation, replay_json, commit_seq, created_at)
          VALUES (?1, 'h', 'artifact.put', '{}', ?2, ?3)",
         &[&key, &commit_seq, &tx.now_db()],
@@ -201,7 +206,7 @@ fn a_failed_mutation_leaves_nothing_and_takes_no_commit_seq() {
     });
     assert!(matches!(failed, Err(StoreError::Invalid(_))));
     // A statement error inside a job rolls back only that job.
-    let broken = store.write(|tx| tx.conn().batch("SELECT * FROM no_such_table"));
+    let broken = store.write(|tx| tx.db().execute("SELECT * FROM no_such_table", &[]));
     assert!(matches!(broken, Err(StoreError::Postgres(_))));
     let (seq, replay) = store.write(|tx| keyed_mutation(tx, "kept")).unwrap();
     assert_eq!((seq, replay), (1, false));

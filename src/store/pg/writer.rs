@@ -22,9 +22,9 @@ use std::time::Duration;
 
 use postgres::Config;
 
-use super::PgTx;
 use super::conn::PgConn;
 use crate::store::error::{StoreError, StoreResult};
+use crate::store::{Db, Tx};
 use crate::timefmt;
 
 /// Upper bound on mutations sharing one commit.
@@ -32,7 +32,7 @@ const MAX_GROUP: usize = 256;
 
 trait Job: Send {
     /// Runs inside the group transaction; returns whether the job succeeded.
-    fn run(&mut self, tx: &PgTx<'_>) -> bool;
+    fn run(&mut self, tx: &Tx<'_>) -> bool;
     /// Delivers the result once the group's fate is known.
     fn finish(self: Box<Self>, commit: Result<(), Arc<StoreError>>);
 }
@@ -46,9 +46,9 @@ struct GroupJob<T, F> {
 impl<T, F> Job for GroupJob<T, F>
 where
     T: Send,
-    F: FnOnce(&PgTx<'_>) -> StoreResult<T> + Send,
+    F: FnOnce(&Tx<'_>) -> StoreResult<T> + Send,
 {
-    fn run(&mut self, tx: &PgTx<'_>) -> bool {
+    fn run(&mut self, tx: &Tx<'_>) -> bool {
         let Some(f) = self.f.take() else { return false };
         let result = catch_unwind(AssertUnwindSafe(|| f(tx)))
             .unwrap_or_else(|_| Err(StoreError::Internal("a mutation panicked inside the writer".to_owned())));
@@ -91,7 +91,7 @@ impl PgWriter {
     pub(crate) fn write<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
-        F: FnOnce(&PgTx<'_>) -> StoreResult<T> + Send + 'static,
+        F: FnOnce(&Tx<'_>) -> StoreResult<T> + Send + 'static,
     {
         let (reply, result) = mpsc::sync_channel(1);
         {
@@ -168,7 +168,7 @@ fn run_group(conn: &PgConn, mut group: Vec<Box<dyn Job>>) {
             aborted = Some(Arc::new(e));
             break;
         }
-        let tx = PgTx::new(conn, timefmt::now());
+        let tx = Tx::new(Db::Postgres(conn), timefmt::now());
         let ok = job.run(&tx);
         let end = if ok {
             conn.batch("RELEASE memoree_job")
