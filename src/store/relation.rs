@@ -9,12 +9,11 @@
 //! never creates a second row; both endpoints are checked against the caller's write scope
 //! before any row, event or lifecycle effect is written.
 
-use rusqlite::types::Value as SqlValue;
-use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use serde_json::Value;
 
+use super::db::{Db, Row, Value as SqlValue};
 use super::error::{StoreError, StoreResult};
-use super::scope::{self, Owner, owner_from_row};
+use super::scope::{self, Owner, owner_from_db_row};
 use super::{Event, EventEntity, Tx, claim, conflict};
 use crate::protocol::ids::RelationId;
 use crate::protocol::relation::{EntityStatus, EntityType, RelationDirection, RelationType};
@@ -43,7 +42,7 @@ pub struct RelationRow {
 const COLUMNS: &str = "rel.seq, rel.id, rel.source_type, rel.source_id, rel.relation, rel.target_type, rel.target_id, \
      rel.metadata_json, rel.workspace_id, rel.project_id, rel.task_id, rel.component, rel.created_at, rel.commit_seq";
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RelationRow> {
+fn row(r: &Row<'_>) -> StoreResult<RelationRow> {
     Ok(RelationRow {
         seq: r.get(0)?,
         relation_id: r.get(1)?,
@@ -53,7 +52,7 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RelationRow> {
         target_type: r.get(5)?,
         target_id: r.get(6)?,
         metadata_json: r.get(7)?,
-        owner: owner_from_row(r, 8)?,
+        owner: owner_from_db_row(r, 8)?,
         created_at: r.get(12)?,
         commit_seq: r.get(13)?,
     })
@@ -80,30 +79,30 @@ impl Endpoint {
 }
 
 /// Loads an endpoint or fails with `NOT_FOUND` (`artifact <id>` / `claim <id>`).
-pub fn endpoint(conn: &Connection, entity_type: EntityType, entity_id: &str) -> StoreResult<Endpoint> {
-    let table = match entity_type {
-        EntityType::Artifact => "artifacts",
-        EntityType::Claim => "claims",
+pub fn endpoint<'c>(db: impl Into<Db<'c>>, entity_type: EntityType, entity_id: &str) -> StoreResult<Endpoint> {
+    let sql = match entity_type {
+        EntityType::Artifact => {
+            "SELECT workspace_id, project_id, task_id, component, status FROM artifacts WHERE id = ?1"
+        }
+        EntityType::Claim => "SELECT workspace_id, project_id, task_id, component, status FROM claims WHERE id = ?1",
     };
-    conn.prepare_cached(&format!(
-        "SELECT workspace_id, project_id, task_id, component, status FROM {table} WHERE id = ?1"
-    ))?
-    .query_row([entity_id], |r| {
-        let status: String = r.get(4)?;
-        Ok((owner_from_row(r, 0)?, status))
-    })
-    .optional()?
-    .map(|(owner, status)| {
-        let lifecycle = EntityStatus::parse(&status)
-            .ok_or_else(|| StoreError::Integrity(format!("{entity_type} {entity_id} has unknown status {status:?}")))?;
-        Ok(Endpoint {
-            entity_type,
-            entity_id: entity_id.to_owned(),
-            owner,
-            lifecycle,
+    db.into()
+        .query_opt(sql, &[&entity_id], |r| {
+            let status: String = r.get(4)?;
+            Ok((owner_from_db_row(r, 0)?, status))
+        })?
+        .map(|(owner, status)| {
+            let lifecycle = EntityStatus::parse(&status).ok_or_else(|| {
+                StoreError::Integrity(format!("{entity_type} {entity_id} has unknown status {status:?}"))
+            })?;
+            Ok(Endpoint {
+                entity_type,
+                entity_id: entity_id.to_owned(),
+                owner,
+                lifecycle,
+            })
         })
-    })
-    .unwrap_or_else(|| Err(StoreError::NotFound(format!("{entity_type} {entity_id}"))))
+        .unwrap_or_else(|| Err(StoreError::NotFound(format!("{entity_type} {entity_id}"))))
 }
 
 /// Refuses a write touching `endpoint` from outside its project/task.
@@ -141,35 +140,34 @@ pub fn check_anchor_read(anchor: &Endpoint, ambient: &Owner, pins: &[String], ho
 }
 
 /// Loads a relation by id.
-pub fn get(conn: &Connection, relation_id: &str) -> StoreResult<Option<RelationRow>> {
-    Ok(conn
-        .prepare_cached(&format!("SELECT {COLUMNS} FROM relations rel WHERE rel.id = ?1"))?
-        .query_row([relation_id], row)
-        .optional()?)
+pub fn get<'c>(db: impl Into<Db<'c>>, relation_id: &str) -> StoreResult<Option<RelationRow>> {
+    db.into().query_opt(
+        &format!("SELECT {COLUMNS} FROM relations rel WHERE rel.id = ?1"),
+        &[&relation_id],
+        row,
+    )
 }
 
 fn find_edge(
-    conn: &Connection,
+    db: Db<'_>,
     source: &Endpoint,
     relation: RelationType,
     target: &Endpoint,
 ) -> StoreResult<Option<RelationRow>> {
-    Ok(conn
-        .prepare_cached(&format!(
+    db.query_opt(
+        &format!(
             "SELECT {COLUMNS} FROM relations rel WHERE rel.source_type = ?1 AND rel.source_id = ?2
              AND rel.relation = ?3 AND rel.target_type = ?4 AND rel.target_id = ?5"
-        ))?
-        .query_row(
-            params![
-                source.entity_type,
-                source.entity_id,
-                relation,
-                target.entity_type,
-                target.entity_id
-            ],
-            row,
-        )
-        .optional()?)
+        ),
+        &[
+            &source.entity_type,
+            &source.entity_id,
+            &relation,
+            &target.entity_type,
+            &target.entity_id,
+        ],
+        row,
+    )
 }
 
 /// A new edge between two loaded, in-scope endpoints.
@@ -207,7 +205,7 @@ pub fn put(
     event_payload: &dyn Fn(&RelationRow) -> StoreResult<Value>,
 ) -> StoreResult<PutOutcome> {
     let (source, target, relation) = (&new.source, &new.target, new.relation);
-    if let Some(existing) = find_edge(tx.sqlite()?, source, relation, target)? {
+    if let Some(existing) = find_edge(tx.db(), source, relation, target)? {
         if same_metadata(&existing.metadata_json, &new.metadata_json)? {
             return Ok(PutOutcome::Existing(existing));
         }
@@ -233,28 +231,27 @@ pub fn put(
     }
     let commit_seq = tx.next_commit_seq()?;
     let relation_id = RelationId::generate();
-    tx.sqlite()?
-        .prepare_cached(
-            "INSERT INTO relations (id, source_type, source_id, relation, target_type, target_id, metadata_json,
-                 workspace_id, project_id, task_id, component, created_at, commit_seq)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-        )?
-        .execute(params![
-            relation_id,
-            source.entity_type,
-            source.entity_id,
-            relation,
-            target.entity_type,
-            target.entity_id,
-            new.metadata_json,
-            owner.workspace_id,
-            owner.project_id,
-            owner.task_id,
-            owner.component,
-            tx.now_db(),
-            commit_seq
-        ])?;
-    let stored = get(tx.sqlite()?, &relation_id)?
+    tx.db().execute(
+        "INSERT INTO relations (id, source_type, source_id, relation, target_type, target_id, metadata_json,
+             workspace_id, project_id, task_id, component, created_at, commit_seq)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+        &[
+            &relation_id,
+            &source.entity_type,
+            &source.entity_id,
+            &relation,
+            &target.entity_type,
+            &target.entity_id,
+            &new.metadata_json,
+            &owner.workspace_id,
+            &owner.project_id,
+            &owner.task_id,
+            &owner.component,
+            &tx.now_db(),
+            &commit_seq,
+        ],
+    )?;
+    let stored = get(tx.db(), &relation_id)?
         .ok_or_else(|| StoreError::Internal(format!("relation {relation_id} vanished after insert")))?;
     tx.append_event(&Event {
         commit_seq,
@@ -290,7 +287,7 @@ pub struct ListQuery<'a> {
 
 /// One page of one-hop edges of an anchor, newest first by commit sequence, filtered by
 /// each row's own creator context. Returns the rows and whether more rows exist.
-pub fn list(conn: &Connection, query: &ListQuery<'_>) -> StoreResult<(Vec<RelationRow>, bool)> {
+pub fn list<'c>(db: impl Into<Db<'c>>, query: &ListQuery<'_>) -> StoreResult<(Vec<RelationRow>, bool)> {
     let mut params: Vec<SqlValue> = Vec::new();
     let anchor = |side: &str, params: &mut Vec<SqlValue>| {
         params.push(SqlValue::Text(query.entity_type.as_str().to_owned()));
@@ -320,10 +317,7 @@ pub fn list(conn: &Connection, query: &ListQuery<'_>) -> StoreResult<(Vec<Relati
         "SELECT {COLUMNS} FROM relations rel WHERE {} ORDER BY rel.commit_seq DESC LIMIT ?",
         clauses.join(" AND ")
     );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let mut rows = stmt
-        .query_map(params_from_iter(params), row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut rows = db.into().query_values(&sql, &params, row)?;
     let more = rows.len() > query.limit;
     rows.truncate(query.limit);
     Ok((rows, more))
