@@ -322,3 +322,6 @@ macro_rules! from_db_text {
 }
 
 pub(super) use from_db_text;
+
+#[cfg(test)]
+mod tests;
