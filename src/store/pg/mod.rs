@@ -17,6 +17,7 @@
 
 pub mod blob;
 pub mod conn;
+pub mod fts;
 mod migrate;
 mod writer;
 
