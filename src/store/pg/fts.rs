@@ -202,7 +202,10 @@ mod tests {
             tsquery(r#"("write" OR "writes") AND "e mail""#).unwrap(),
             "('write' | 'writes') & ('e' <-> 'mail')"
         );
-        assert_eq!(tsquery(r#""it""s" OR "o'k" OR "a\b""#).unwrap(), r#"'it"s' | 'o''k' | 'a\\b'"#);
+        assert_eq!(
+            tsquery(r#""it""s" OR "o'k" OR "a\b""#).unwrap(),
+            r#"'it"s' | 'o''k' | 'a\\b'"#
+        );
         for bad in [
             "",
             "\"a",
@@ -269,8 +272,11 @@ mod tests {
             let title_words: Vec<&str> = title.split(' ').collect();
             let body_words: Vec<&str> = body.split(' ').collect();
             let doc = document(&[('A', &title_words), ('D', &body_words)]);
-            conn.execute("INSERT INTO f VALUES (?1, CAST(CAST(?2 AS text) AS tsvector))", &[&(i as i64), &doc])
-                .unwrap();
+            conn.execute(
+                "INSERT INTO f VALUES (?1, CAST(CAST(?2 AS text) AS tsvector))",
+                &[&(i as i64), &doc],
+            )
+            .unwrap();
         }
         for expr in expressions {
             let mut stmt = sqlite

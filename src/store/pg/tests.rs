@@ -248,3 +248,84 @@ fn a_mutation_acknowledged_before_an_immediate_restart_survives_it_and_writing_r
         .unwrap();
     assert_eq!(keys, ["before", "after"]);
 }
+
+/// Four clients write through two front ends while the server is restarted without a clean
+/// shutdown, twice. Clients retry a refused write with the same key (as the protocol tells
+/// them to). Afterwards every acknowledged key is stored exactly once, with the commit
+/// sequence it was acknowledged with, and the sequence has no gaps.
+#[test]
+fn an_immediate_restart_under_four_client_load_loses_and_duplicates_nothing_acknowledged() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let cluster = TestCluster::start();
+    let url = cluster.create_database();
+    let front_ends: Vec<PgStore> = (0..2).map(|_| PgStore::open(&url).unwrap()).collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..4)
+        .map(|client| {
+            let store = front_ends[client % 2].clone();
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut acknowledged: Vec<(String, i64)> = Vec::new();
+                let mut refused = 0usize;
+                let mut i = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let key = format!("c{client}-{i}");
+                    // Retry the same key until it is acknowledged (a replay counts).
+                    loop {
+                        let attempt = key.clone();
+                        match store.write(move |tx| keyed_mutation(tx, &attempt)) {
+                            Ok((seq, _)) => {
+                                acknowledged.push((key.clone(), seq));
+                                break;
+                            }
+                            Err(e) if e.is_transient_postgres() => {
+                                refused += 1;
+                                std::thread::sleep(Duration::from_millis(20));
+                            }
+                            Err(e) => panic!("client {client}: {e}"),
+                        }
+                    }
+                    i += 1;
+                }
+                (acknowledged, refused)
+            })
+        })
+        .collect();
+    for _ in 0..2 {
+        std::thread::sleep(Duration::from_millis(400));
+        cluster.restart_immediate();
+    }
+    std::thread::sleep(Duration::from_millis(400));
+    stop.store(true, Ordering::Relaxed);
+    let mut acknowledged = Vec::new();
+    let mut refused = 0;
+    for client in clients {
+        let (acks, r) = client.join().unwrap();
+        acknowledged.extend(acks);
+        refused += r;
+    }
+    assert!(refused > 0, "the restarts interrupted some writes");
+    let stored: Vec<(String, i64)> = front_ends[0]
+        .read(|c| {
+            Ok(c.query(
+                "SELECT scoped_key, commit_seq FROM idempotency ORDER BY commit_seq",
+                &[],
+            )?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect())
+        })
+        .unwrap();
+    let stored_map: std::collections::HashMap<&str, i64> = stored.iter().map(|(k, s)| (k.as_str(), *s)).collect();
+    assert_eq!(stored_map.len(), stored.len(), "no key is stored twice");
+    for (key, seq) in &acknowledged {
+        assert_eq!(stored_map.get(key.as_str()), Some(seq), "acknowledged {key} at {seq}");
+    }
+    let seqs: Vec<i64> = stored.iter().map(|(_, s)| *s).collect();
+    assert_eq!(seqs, (1..=stored.len() as i64).collect::<Vec<_>>(), "no gaps");
+    let events: i64 = front_ends[1]
+        .read(|c| Ok(c.query_one("SELECT count(*) FROM events", &[])?.get(0)))
+        .unwrap();
+    assert_eq!(events, stored.len() as i64, "one event per applied key");
+}
