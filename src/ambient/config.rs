@@ -11,9 +11,10 @@ use crate::protocol::AmbientContext;
 use super::AmbientError;
 use super::fields::{reject_unknown_keys, required_text, string_list, unsupported_schema};
 
-const CONFIG_KEYS: &[&str] = &["schema", "personal", "personal_fallback", "remember"];
+const CONFIG_KEYS: &[&str] = &["schema", "personal", "personal_fallback", "remember", "store"];
 const PERSONAL_KEYS: &[&str] = &["workspace_id", "project_id", "pins"];
 const REMEMBER_KEYS: &[&str] = &["compiler"];
+const STORE_KEYS: &[&str] = &["url"];
 
 /// The settings read from `config.toml`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -24,6 +25,9 @@ pub struct Settings {
     /// `[remember] compiler = ["program", "arg", …]`: the claim compiler command for
     /// `memoree remember` when `MEMOREE_COMPILER` is unset.
     pub remember_compiler: Option<Vec<String>>,
+    /// `[store] url = "postgres://…"`: the PostgreSQL database `memoree serve` uses instead of
+    /// the embedded store in the data directory (`--store` overrides it).
+    pub store_url: Option<String>,
 }
 
 /// Loads `config.toml`. A missing file gives the default settings; an unreadable or
@@ -71,10 +75,28 @@ fn parse_settings(path: &Path, text: &str) -> Result<Settings, AmbientError> {
         }
         Some(_) => return Err(invalid("`remember` must be a table".to_owned())),
     };
+    let store_url = match table.get("store") {
+        None => None,
+        Some(toml::Value::Table(store)) => {
+            parse_store(store).map_err(|problem| invalid(format!("[store]: {problem}")))?
+        }
+        Some(_) => return Err(invalid("`store` must be a table".to_owned())),
+    };
     Ok(Settings {
         personal,
         remember_compiler,
+        store_url,
     })
+}
+
+fn parse_store(table: &toml::Table) -> Result<Option<String>, String> {
+    reject_unknown_keys(table, STORE_KEYS)?;
+    match table.get("url") {
+        None => Ok(None),
+        Some(toml::Value::String(url)) if crate::store::pg::is_postgres_url(url) => Ok(Some(url.clone())),
+        Some(toml::Value::String(_)) => Err("`url` must be a postgres:// or postgresql:// URL".to_owned()),
+        Some(_) => Err("`url` must be a string".to_owned()),
+    }
 }
 
 fn parse_remember(table: &toml::Table) -> Result<Option<Vec<String>>, String> {
@@ -124,6 +146,25 @@ mod tests {
         );
         assert_eq!(parse("").unwrap(), Settings::default());
         assert_eq!(parse("schema = 1\n").unwrap(), Settings::default());
+    }
+
+    #[test]
+    fn the_store_table_names_a_postgresql_database_and_nothing_else() {
+        let settings = parse("[store]\nurl = \"postgres://memoree@db.internal/memoree\"\n").unwrap();
+        assert_eq!(
+            settings.store_url.as_deref(),
+            Some("postgres://memoree@db.internal/memoree")
+        );
+        assert_eq!(parse("[store]\n").unwrap().store_url, None);
+        for (text, problem) in [
+            ("[store]\nurl = \"sqlite:///tmp/x\"\n", "postgres:// or postgresql://"),
+            ("[store]\nurl = 5\n", "must be a string"),
+            ("[store]\nhost = \"db\"\n", "host"),
+            ("store = \"postgres://x\"\n", "must be a table"),
+        ] {
+            let message = config_message(text);
+            assert!(message.contains(problem), "{text}: {message}");
+        }
     }
 
     #[test]

@@ -86,6 +86,9 @@ pub struct DaemonConfig {
     pub max_connections: usize,
     pub max_frame_bytes: usize,
     pub timeouts: ServerTimeouts,
+    /// A PostgreSQL database to serve instead of the embedded store in `data_dir` (which
+    /// then holds only this daemon's lock and log).
+    pub store_url: Option<crate::store::pg::PgUrl>,
 }
 
 impl DaemonConfig {
@@ -98,6 +101,7 @@ impl DaemonConfig {
             max_connections: MAX_CONCURRENT_CONNECTIONS,
             max_frame_bytes: MAX_FRAME_BYTES,
             timeouts: ServerTimeouts::default(),
+            store_url: None,
         }
     }
 }
@@ -191,7 +195,11 @@ fn prepare(config: &DaemonConfig) -> Result<Prepared, DaemonError> {
     if let Some(runtime_dir) = &config.private_runtime_dir {
         crate::fsutil::ensure_private_dir(runtime_dir, LAYOUT_ENTRIES)?;
     }
-    let store = Store::open(&config.data_dir).map_err(|e| DaemonError::Store(e.into()))?;
+    let store = match &config.store_url {
+        Some(url) => Store::open_postgres(&url.0),
+        None => Store::open(&config.data_dir),
+    }
+    .map_err(|e| DaemonError::Store(e.into()))?;
     let runtime = Runtime {
         daemon_pid: Some(std::process::id()),
     };

@@ -229,6 +229,17 @@ impl Store {
         })
     }
 
+    /// Connects to the PostgreSQL store at `url` (migrating it if needed).
+    pub fn open_postgres(url: &str) -> StoreResult<Store> {
+        // The protocol operations are not yet written against both backends (issue 18): refuse
+        // clearly rather than serve half of them.
+        let _ = pg::PgStore::open(url)?;
+        Err(StoreError::Config(
+            "the PostgreSQL store is migrated and reachable, but this build does not serve protocol operations from it yet"
+                .to_owned(),
+        ))
+    }
+
     /// The data directory.
     pub fn data_dir(&self) -> &Path {
         &self.inner.data_dir

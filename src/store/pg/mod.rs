@@ -60,6 +60,53 @@ pub fn is_postgres_url(url: &str) -> bool {
     url.starts_with("postgres://") || url.starts_with("postgresql://")
 }
 
+/// A PostgreSQL URL whose `Debug` and `Display` hide the password (in the user info or a
+/// `password=` parameter), so a configuration can be logged.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PgUrl(pub String);
+
+impl PgUrl {
+    /// The URL with any password replaced by `***`.
+    pub fn redacted(&self) -> String {
+        let url = &self.0;
+        let mut out = url.clone();
+        if let Some(scheme_end) = url.find("://") {
+            let rest = &url[scheme_end + 3..];
+            let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+            if let Some(at) = rest[..authority_end].rfind('@')
+                && let Some(colon) = rest[..at].find(':')
+            {
+                let start = scheme_end + 3 + colon + 1;
+                out.replace_range(start..scheme_end + 3 + at, "***");
+            }
+        }
+        if let Some(query_start) = out.find('?') {
+            let (base, query) = out.split_at(query_start + 1);
+            let redacted: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((key, _)) if key == "password" => format!("{key}=***"),
+                    _ => pair.to_owned(),
+                })
+                .collect();
+            out = format!("{base}{}", redacted.join("&"));
+        }
+        out
+    }
+}
+
+impl std::fmt::Debug for PgUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PgUrl({})", self.redacted())
+    }
+}
+
+impl std::fmt::Display for PgUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
 impl PgStore {
     /// Connects to the database at `url`, migrating it if needed, and starts the writer.
     pub fn open(url: &str) -> StoreResult<PgStore> {

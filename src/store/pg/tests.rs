@@ -329,3 +329,15 @@ fn an_immediate_restart_under_four_client_load_loses_and_duplicates_nothing_ackn
         .unwrap();
     assert_eq!(events, stored.len() as i64, "one event per applied key");
 }
+
+#[test]
+fn a_logged_url_never_shows_the_password() {
+    let url = PgUrl("postgres://alice:s3cret@db:5432/mem?sslmode=disable&password=other".to_owned());
+    assert_eq!(
+        url.to_string(),
+        "postgres://alice:***@db:5432/mem?sslmode=disable&password=***"
+    );
+    assert!(!format!("{url:?}").contains("s3cret"));
+    let plain = PgUrl("postgresql://memoree@/db?host=/tmp/x".to_owned());
+    assert_eq!(plain.to_string(), "postgresql://memoree@/db?host=/tmp/x");
+}
