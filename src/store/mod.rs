@@ -51,6 +51,13 @@ pub const BLOBS_DIR: &str = "blobs";
 
 /// Upper bound on idle pooled read connections.
 const MAX_IDLE_READERS: usize = 8;
+/// Page cache of the writer connection, in KiB. It holds the interior pages every
+/// mutation walks; the OS page cache serves the rest, and the daemon's resident memory
+/// grows by whatever is cached (SQLite's default is 2000 KiB per connection).
+const WRITER_CACHE_KIB: u32 = 1024;
+/// Page cache of each read connection, in KiB. Under writes a reader's cache is discarded
+/// at each new snapshot anyway; several readers exist only under concurrent reads.
+const READER_CACHE_KIB: u32 = 512;
 /// Prepared statements kept per connection (`prepare_cached`): search, recall and
 /// context.build together, or all the mutations, prepare more distinct statements than
 /// rusqlite's default of 16.
@@ -197,6 +204,7 @@ impl Store {
         // frames of the commit); in memory it is a copy that is dropped at RELEASE. It is
         // never needed for crash recovery (the WAL is), so durability is unchanged.
         conn.execute_batch("PRAGMA temp_store = MEMORY;")?;
+        conn.execute_batch(&format!("PRAGMA cache_size = -{WRITER_CACHE_KIB};"))?;
         migrate::migrate(&mut conn)?;
         configure_statements(&conn)?;
         for suffix in ["", "-wal", "-shm"] {
@@ -279,7 +287,10 @@ impl Store {
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        conn.execute_batch("PRAGMA query_only = ON; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY;")?;
+        conn.execute_batch(&format!(
+            "PRAGMA query_only = ON; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY; \
+             PRAGMA cache_size = -{READER_CACHE_KIB};"
+        ))?;
         configure_statements(&conn)?;
         Ok(conn)
     }

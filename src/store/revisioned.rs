@@ -45,9 +45,9 @@ pub trait RevisionRow {
 /// revision table in [`Revisioned::columns`].
 pub trait Revisioned {
     /// The entity's row type, one per revision.
-    type Row: RevisionRow;
+    type Row: RevisionRow + Send + 'static;
     /// What a new revision carries.
-    type NewRevision;
+    type NewRevision: Send + 'static;
 
     const ENTITY: EntityType;
     /// The entity table, e.g. `artifacts`.
