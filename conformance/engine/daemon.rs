@@ -1,19 +1,20 @@
 //! The frame transports. `daemon` starts a daemon per trial on a fresh data directory and a
 //! private endpoint (`<binary> serve --listen ENDPOINT --data-dir DIR`, or any command given
 //! with `--daemon-command`); `endpoint` talks to a daemon someone else started. Both speak
-//! length-prefixed frames through the crate's socket client (one request per connection, as a
-//! reference client does); `$raw` steps send their text verbatim as the frame body.
+//! length-prefixed frames ([`super::frames`]: one request per connection, as a reference client
+//! does, and no retries, so the implementation is seen as it is); `$raw` steps send their text
+//! verbatim as the frame body.
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use memoree::client::socket::SocketClient;
-use memoree::paths::Endpoint;
 use serde_json::{Value, json};
 
-use crate::transport::{Outgoing, Session, TRANSPORT_REQUEST_ID, Transport, temp_dir};
+use super::frames::{Endpoint, exchange as frame_exchange};
+use super::transport::{Outgoing, Session, TRANSPORT_REQUEST_ID, Transport, temp_dir};
 
 /// How long a spawned daemon may take to accept its first request.
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
@@ -60,7 +61,7 @@ impl Daemon {
 
 struct DaemonSession {
     child: Child,
-    client: SocketClient,
+    endpoint: Endpoint,
     _dir: tempfile::TempDir,
 }
 
@@ -108,12 +109,14 @@ fn command(launch: &Launch, endpoint: &str, dir: &Path) -> Command {
     }
 }
 
-/// Waits until `client` gets a successful `capabilities` reply.
-fn wait_until_ready(client: &SocketClient, child: &mut Child, what: &str) -> Result<(), String> {
+/// Waits until `endpoint` gives a successful `capabilities` reply.
+fn wait_until_ready(endpoint: &Endpoint, child: &mut Child, what: &str) -> Result<(), String> {
     let deadline = Instant::now() + READY_TIMEOUT;
-    let probe = json!({"request_id": "req_ready", "op": "capabilities", "input": {}});
+    let probe = serde_json::to_vec(&json!({"request_id": "req_ready", "op": "capabilities", "input": {}}))
+        .map_err(|e| e.to_string())?;
+    let mut pause = Duration::from_millis(2);
     loop {
-        if client.exchange_json(&probe).is_ok_and(|r| r.ok) {
+        if frame_exchange(endpoint, &probe).is_ok_and(|r| r.get("ok") == Some(&Value::Bool(true))) {
             return Ok(());
         }
         if let Ok(Some(status)) = child.try_wait() {
@@ -123,7 +126,8 @@ fn wait_until_ready(client: &SocketClient, child: &mut Child, what: &str) -> Res
             stop(child);
             return Err(format!("{what} did not accept requests within {READY_TIMEOUT:?}"));
         }
-        std::thread::sleep(Duration::from_millis(10));
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(25));
     }
 }
 
@@ -179,11 +183,10 @@ impl Transport for Daemon {
             Launch::Command(template) => format!("the daemon command {template:?}"),
         };
         let mut child = command.spawn().map_err(|e| format!("cannot run {what}: {e}"))?;
-        let client = SocketClient::new(endpoint);
-        wait_until_ready(&client, &mut child, &what)?;
+        wait_until_ready(&endpoint, &mut child, &what)?;
         Ok(Box::new(DaemonSession {
             child,
-            client,
+            endpoint,
             _dir: dir,
         }))
     }
@@ -191,7 +194,7 @@ impl Transport for Daemon {
 
 impl Session for DaemonSession {
     fn exchange(&mut self, request: &Outgoing) -> Result<Value, String> {
-        exchange(&self.client, request)
+        frame_exchange(&self.endpoint, &request.to_bytes())
     }
 }
 
@@ -202,21 +205,27 @@ impl Drop for DaemonSession {
 }
 
 /// A daemon that is already running, shared by every trial: only trials that cannot depend
-/// on what the store holds run on it (see `Case::is_store_independent`).
+/// on what the store holds run on it (see `Case::is_store_independent`). Its exchanges are
+/// serialized, so parallel trials never exceed the daemon's connection limit.
 #[derive(Debug)]
 pub struct Running {
     endpoint: Endpoint,
+    one_at_a_time: std::sync::Arc<Mutex<()>>,
 }
 
 impl Running {
     pub fn new(endpoint: &str) -> Result<Running, String> {
         let endpoint = Endpoint::parse(endpoint).map_err(|e| format!("--endpoint {endpoint}: {e}"))?;
-        Ok(Running { endpoint })
+        Ok(Running {
+            endpoint,
+            one_at_a_time: std::sync::Arc::default(),
+        })
     }
 }
 
 struct RunningSession {
-    client: SocketClient,
+    endpoint: Endpoint,
+    one_at_a_time: std::sync::Arc<Mutex<()>>,
 }
 
 impl Transport for Running {
@@ -230,22 +239,15 @@ impl Transport for Running {
 
     fn start(&self) -> Result<Box<dyn Session>, String> {
         Ok(Box::new(RunningSession {
-            client: SocketClient::new(self.endpoint.clone()),
+            endpoint: self.endpoint.clone(),
+            one_at_a_time: self.one_at_a_time.clone(),
         }))
     }
 }
 
 impl Session for RunningSession {
     fn exchange(&mut self, request: &Outgoing) -> Result<Value, String> {
-        exchange(&self.client, request)
+        let _turn = self.one_at_a_time.lock().unwrap_or_else(|e| e.into_inner());
+        frame_exchange(&self.endpoint, &request.to_bytes())
     }
-}
-
-fn exchange(client: &SocketClient, request: &Outgoing) -> Result<Value, String> {
-    let response = match request {
-        Outgoing::Json(value) => client.exchange_json(value),
-        Outgoing::Raw(text) => client.exchange_raw(text.as_bytes()),
-    }
-    .map_err(|e| format!("daemon exchange failed: {e}"))?;
-    serde_json::to_value(&response).map_err(|e| format!("cannot encode the envelope: {e}"))
 }

@@ -1,21 +1,18 @@
-//! The retrieval-quality corpus (`golden/v1/retrieval/`) as a conformance trial: seeds the
+//! A retrieval-quality corpus (`golden/<version>/retrieval/`) as a conformance trial: seeds the
 //! corpus through the transport's fresh store, runs every judged case through
-//! `memory.recall`, `search` and `context.build`, and fails on any hard-gated case failure,
-//! invariant violation or metric regression against the checked-in baseline.
+//! `memory.recall`, `search` and `context.build` (`memoree::eval`), and fails on any
+//! hard-gated case failure, invariant violation or metric regression against the checked-in
+//! baseline. The corpus files come from the catalog (embedded in the kit), so they are written
+//! to a temporary directory for the evaluator first.
 
-use std::path::Path;
 use std::sync::Mutex;
 
 use memoree::client::{ClientError, Transport as ClientTransport};
 use memoree::protocol::Response;
 use serde_json::Value;
 
-use crate::transport::{Outgoing, Session, Transport};
-
-/// Whether a `golden/v1/<dir>` is an evaluation corpus rather than a transcript.
-pub fn is_corpus(dir: &Path) -> bool {
-    dir.join("cases.jsonl").is_file() && dir.join("seed.jsonl").is_file()
-}
+use super::catalog::Catalog;
+use super::transport::{Outgoing, Session, Transport, temp_dir};
 
 /// Adapts one conformance session to the library's client transport.
 struct SessionTransport(Mutex<Box<dyn Session>>);
@@ -30,11 +27,16 @@ impl ClientTransport for SessionTransport {
     }
 }
 
-/// Runs the corpus in `dir` over `transport`.
-pub fn run(dir: &Path, transport: &dyn Transport) -> Result<(), String> {
+/// Runs the corpus in the catalog directory `dir` over `transport`.
+pub fn run(catalog: &Catalog, dir: &str, transport: &dyn Transport) -> Result<(), String> {
+    let corpus = temp_dir()?;
+    for (name, bytes) in catalog.files_in(dir) {
+        std::fs::write(corpus.path().join(name), bytes).map_err(|e| format!("cannot stage {dir}/{name}: {e}"))?;
+    }
     let session = transport.start()?;
     let adapter = SessionTransport(Mutex::new(session));
-    let report = memoree::eval::run(dir, &adapter).map_err(|e| format!("retrieval evaluation failed: {e}"))?;
+    let report =
+        memoree::eval::run(corpus.path(), &adapter).map_err(|e| format!("retrieval evaluation failed: {e}"))?;
     if report.passed {
         return Ok(());
     }

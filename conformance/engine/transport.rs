@@ -2,14 +2,13 @@
 //! fresh, empty store; a session sends one request document at a time and returns the
 //! response envelope as JSON.
 //!
-//! * [`InProcess`] calls `memoree::service::Service::handle_value` (or `handle_json` for
-//!   `$raw` steps) on a store in a temporary directory.
+//! * `inprocess` (in-tree only, `conformance/inprocess.rs`) calls the service directly.
 //! * [`Binary`] runs `<binary> call` once per request with a fresh `MEMOREE_HOME`, writes the
 //!   request to stdin and parses exactly one envelope line from stdout. It also checks that
 //!   the exit status agrees with the envelope (protocol exit-code table).
 //!
 //! * `daemon::Daemon` (in `daemon.rs`) spawns `<binary> serve` on a private socket per case
-//!   and sends one length-prefixed frame per request.
+//!   and sends one length-prefixed frame per request; `daemon::Running` uses a running one.
 //!
 //! A binary session stops the daemon that `call` autostarted in its home when it ends.
 
@@ -19,8 +18,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-use memoree::service::Service;
 
 /// Every transport name a case file may list in `transports`, including the planned daemon.
 pub const KNOWN_TRANSPORTS: [&str; 3] = ["inprocess", "binary", "daemon"];
@@ -59,7 +56,7 @@ impl Outgoing {
         }
     }
 
-    fn to_bytes(&self) -> Vec<u8> {
+    pub fn to_bytes(&self) -> Vec<u8> {
         match self {
             Outgoing::Json(value) => serde_json::to_vec(value).unwrap_or_default(),
             Outgoing::Raw(text) => text.as_bytes().to_vec(),
@@ -88,42 +85,6 @@ pub fn temp_dir() -> Result<tempfile::TempDir, String> {
         .prefix("memoree-conformance-")
         .tempdir()
         .map_err(|e| format!("cannot create a temporary directory: {e}"))
-}
-
-/// The service, called directly in this process.
-#[derive(Debug, Default)]
-pub struct InProcess;
-
-struct InProcessSession {
-    // Declared first so the store closes before its directory is removed.
-    service: Service,
-    _dir: tempfile::TempDir,
-}
-
-impl Transport for InProcess {
-    fn name(&self) -> &'static str {
-        "inprocess"
-    }
-
-    fn fallback_request_id(&self) -> &'static str {
-        TRANSPORT_REQUEST_ID
-    }
-
-    fn start(&self) -> Result<Box<dyn Session>, String> {
-        let dir = temp_dir()?;
-        let service = Service::open(&dir.path().join("data")).map_err(|e| format!("cannot open the store: {e}"))?;
-        Ok(Box::new(InProcessSession { service, _dir: dir }))
-    }
-}
-
-impl Session for InProcessSession {
-    fn exchange(&mut self, request: &Outgoing) -> Result<Value, String> {
-        let response = match request {
-            Outgoing::Json(value) => self.service.handle_value(value.clone(), TRANSPORT_REQUEST_ID),
-            Outgoing::Raw(text) => self.service.handle_json(text.as_bytes(), TRANSPORT_REQUEST_ID),
-        };
-        serde_json::to_value(&response).map_err(|e| format!("cannot encode the response: {e}"))
-    }
 }
 
 /// A `memoree`-compatible executable driven through `call`.
@@ -215,7 +176,7 @@ impl Session for BinarySession {
             return Err(format!(
                 "exit status {status:?} does not match the envelope (code {code:?} exits with {expected:?}); \
                  stdout: {}",
-                crate::matcher::preview(&envelope)
+                super::matcher::preview(&envelope)
             ));
         }
         Ok(envelope)

@@ -3,15 +3,15 @@
 //! generators) and the step loop that runs one case on one fresh store.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use base64::Engine as _;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::matcher;
-use crate::schema::Schemas;
-use crate::transport::{KNOWN_TRANSPORTS, Outgoing, Transport};
+use super::level::{self, Basis, Level};
+use super::matcher;
+use super::schema::Checks;
+use super::transport::{KNOWN_TRANSPORTS, Outgoing, Transport};
 
 /// Values captured by earlier steps (plus the runner's predefined ones), by name.
 pub type Vars = BTreeMap<String, Value>;
@@ -29,6 +29,11 @@ pub const TMPDIR_VAR: &str = "tmpdir";
 #[derive(Debug)]
 pub struct Case {
     pub description: String,
+    pub level: Level,
+    /// The `basis` entries as written.
+    pub basis: Vec<String>,
+    /// The same, parsed.
+    pub citations: Vec<Basis>,
     /// The transports the case applies to; `None` means all of them.
     pub transports: Option<Vec<String>>,
     pub steps: Vec<Step>,
@@ -38,6 +43,8 @@ pub struct Case {
 #[serde(deny_unknown_fields)]
 struct CaseFile {
     description: String,
+    level: Level,
+    basis: Vec<String>,
     #[serde(default)]
     transports: Option<Vec<String>>,
     steps: Vec<Value>,
@@ -56,14 +63,14 @@ pub struct Step {
     pub capture: BTreeMap<String, String>,
 }
 
-/// Reads and checks a case file; every error names the file and the step.
-pub fn load(path: &Path) -> Result<Case, String> {
-    let at = |what: String| format!("{}: {what}", path.display());
-    let text = std::fs::read_to_string(path).map_err(|e| at(format!("cannot read: {e}")))?;
-    let file: CaseFile = serde_json::from_str(&text).map_err(|e| at(format!("invalid case file: {e}")))?;
+/// Parses and checks a case file; every error names the file and the step.
+pub fn load(path: &str, bytes: &[u8]) -> Result<Case, String> {
+    let at = |what: String| format!("{path}: {what}");
+    let file: CaseFile = serde_json::from_slice(bytes).map_err(|e| at(format!("invalid case file: {e}")))?;
     if file.description.trim().is_empty() {
         return Err(at("description must not be empty".to_owned()));
     }
+    let citations = level::check(file.level, &file.basis).map_err(|e| at(format!("basis: {e}")))?;
     if file.steps.is_empty() {
         return Err(at("steps must not be empty".to_owned()));
     }
@@ -87,13 +94,15 @@ pub fn load(path: &Path) -> Result<Case, String> {
     }
     Ok(Case {
         description: file.description,
+        level: file.level,
+        basis: file.basis,
+        citations,
         transports: file.transports,
         steps,
     })
 }
 
 impl Case {
-    /// Whether the case runs on the transport called `name`.
     /// Whether the case runs on the transport `name`. A running daemon (`endpoint`) speaks
     /// the same frames as a started one, so it takes the cases listed for `daemon`.
     pub fn applies_to(&self, name: &str) -> bool {
@@ -116,7 +125,7 @@ impl Case {
     }
 
     /// Runs every step in order on a fresh store of `transport`.
-    pub fn run(&self, transport: &dyn Transport, schemas: Option<&Schemas>) -> Result<(), String> {
+    pub fn run(&self, transport: &dyn Transport, checks: &Checks) -> Result<(), String> {
         // Declared before the session, so the session (and its store) goes first on drop.
         let tmpdir = tempfile::Builder::new()
             .prefix("memoree-conformance-tmpdir-")
@@ -157,13 +166,10 @@ impl Case {
                     mismatches.join("\n    ")
                 )));
             }
-            if let Some(schemas) = schemas {
-                let expects_failure = step.expect.get("ok") == Some(&Value::Bool(false));
-                schemas
-                    .check(&outgoing, &response, !expects_failure)
-                    .map_err(|e| report(&e))?;
-            }
-            crate::schema::validate_against_our_schemas(&outgoing, &response).map_err(|e| report(&e))?;
+            let expects_failure = step.expect.get("ok") == Some(&Value::Bool(false));
+            checks
+                .check(self.level, &outgoing, &response, !expects_failure)
+                .map_err(|e| report(&e))?;
             for (name, path) in &step.capture {
                 let value =
                     lookup(&response, path).ok_or_else(|| report(&format!("capture {name}: no value at {path}")))?;

@@ -1,8 +1,9 @@
-//! Schema checks on every exchange. The reference bundle
-//! (`../shared/spec/reference-schema-v1.json` beside the repository) validates requests,
-//! inputs, response envelopes and successful results; when it is absent the checks are
-//! skipped with one notice. [`validate_against_our_schemas`] is the hook for the project's
-//! own schemas in `spec/v1/schema/`.
+//! Schema checks on every exchange ([`Checks`]). The reference bundle
+//! (`../shared/spec/reference-schema-v1.json` beside the repository, or the kit's
+//! `--reference-schema`) validates requests, inputs, response envelopes and successful results
+//! of every trial. The project's own schemas (`spec/v1/schema/`) describe Memoree, extensions
+//! included, so they validate every trial in tree but only `memoree`-level trials when the kit
+//! checks another implementation: a v1 trial must fail only on what breaks v1.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -10,7 +11,36 @@ use std::path::Path;
 use jsonschema::Validator;
 use serde_json::Value;
 
-use crate::transport::Outgoing;
+use super::level::Level;
+use super::transport::Outgoing;
+
+/// Which trials the project's own schemas check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OurSchemas {
+    /// Every trial (the in-tree runner, which tests Memoree itself).
+    Always,
+    /// Only `memoree`-level trials (the kit, which may test another implementation).
+    MemoreeLevelOnly,
+}
+
+/// The schema checks applied to every exchange of a trial.
+pub struct Checks {
+    pub reference: Option<Schemas>,
+    pub ours: OurSchemas,
+}
+
+impl Checks {
+    /// Checks one exchange of a trial at `level`.
+    pub fn check(&self, level: Level, request: &Outgoing, response: &Value, request_meant_valid: bool) -> Result<(), String> {
+        if let Some(reference) = &self.reference {
+            reference.check(request, response, request_meant_valid)?;
+        }
+        if self.ours == OurSchemas::Always || level == Level::Memoree {
+            validate_against_our_schemas(request, response)?;
+        }
+        Ok(())
+    }
+}
 
 /// The compiled reference schema bundle.
 pub struct Schemas {
@@ -34,16 +64,9 @@ fn compile_map(bundle: &Value, key: &str) -> Result<HashMap<String, Validator>, 
         .collect()
 }
 
-/// Loads the bundle at `path`; `Ok(None)` (after one notice on stderr) when it is absent.
+/// Loads the bundle at `path`; `Ok(None)` when it is absent.
 pub fn load(path: &Path) -> Result<Option<Schemas>, String> {
     if !path.exists() {
-        #[allow(clippy::print_stderr)]
-        {
-            eprintln!(
-                "conformance: {} not found; reference schema checks are skipped",
-                path.display()
-            );
-        }
         return Ok(None);
     }
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::case::{Vars, interpolate, whole_variable};
+use super::case::{Vars, interpolate, whole_variable};
 
 /// Every way `actual` fails `expected`, as `at <path>: <problem>` lines.
 pub fn check(expected: &Value, actual: &Value, vars: &Vars) -> Vec<String> {

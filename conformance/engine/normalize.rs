@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::matcher::{is_ulid, is_utc_timestamp};
+use super::matcher::{is_ulid, is_utc_timestamp};
 
 /// The identifier prefixes the service generates.
 const ID_PREFIXES: [&str; 8] = ["arev", "art", "ccase", "cevt", "clm", "crev", "evt", "rel"];
