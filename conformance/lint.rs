@@ -7,7 +7,8 @@
 //! * every `divergence:` basis names a `### ` entry of `spec/v1/DIVERGENCES.md`, and every entry
 //!   there is checked by at least one `memoree`-level case or scenario, unless the entry states
 //!   that it is not observable through protocol requests (a line starting with
-//!   [`NOT_OBSERVABLE`]) and names the tests that check it;
+//!   [`NOT_OBSERVABLE`], naming the tests that check it) or is not a divergence at all
+//!   ([`NOT_A_DIVERGENCE`]: a reference rule documented in detail);
 //! * every v1 operation, every error code a request can provoke and every limit has a v1 case.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -24,6 +25,8 @@ use crate::engine::level::{Basis, Level, Source};
 
 /// The marker of a DIVERGENCES.md entry that no protocol request can observe.
 pub const NOT_OBSERVABLE: &str = "Conformance: not observable through protocol requests";
+/// The marker of an entry that documents a reference rule in detail (v1-level cases check it).
+pub const NOT_A_DIVERGENCE: &str = "Conformance: not a divergence";
 
 /// The 23 protocol v1 operations (the facts sheet's capabilities order).
 const V1_OPERATIONS: [&str; 23] = [
@@ -98,7 +101,7 @@ pub fn divergence_entries(markdown: &str) -> BTreeMap<String, bool> {
         } else if line.starts_with("## ") || line.starts_with("# ") {
             current = None;
         } else if let Some(heading) = &current
-            && line.trim_start().starts_with(NOT_OBSERVABLE)
+            && (line.trim_start().starts_with(NOT_OBSERVABLE) || line.trim_start().starts_with(NOT_A_DIVERGENCE))
         {
             entries.insert(heading.clone(), true);
         }
