@@ -29,14 +29,17 @@ impl ClientTransport for SessionTransport {
 
 /// Runs the corpus in the catalog directory `dir` over `transport`.
 pub fn run(catalog: &Catalog, dir: &str, transport: &dyn Transport) -> Result<(), String> {
-    let corpus = temp_dir()?;
+    // The evaluator reads the corpus version from the parent directory's name, so the files
+    // keep their relative path (`golden/v1/retrieval/…`) below the staging directory.
+    let staging = temp_dir()?;
+    let corpus = staging.path().join(dir);
+    std::fs::create_dir_all(&corpus).map_err(|e| format!("cannot stage {dir}: {e}"))?;
     for (name, bytes) in catalog.files_in(dir) {
-        std::fs::write(corpus.path().join(name), bytes).map_err(|e| format!("cannot stage {dir}/{name}: {e}"))?;
+        std::fs::write(corpus.join(name), bytes).map_err(|e| format!("cannot stage {dir}/{name}: {e}"))?;
     }
     let session = transport.start()?;
     let adapter = SessionTransport(Mutex::new(session));
-    let report =
-        memoree::eval::run(corpus.path(), &adapter).map_err(|e| format!("retrieval evaluation failed: {e}"))?;
+    let report = memoree::eval::run(&corpus, &adapter).map_err(|e| format!("retrieval evaluation failed: {e}"))?;
     if report.passed {
         return Ok(());
     }
