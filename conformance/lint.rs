@@ -79,7 +79,68 @@ const UNREACHABLE_CODES: [(&str, &str); 5] = [
 ];
 
 /// Each limit and the v1 cases that probe it at (and, where it has one, just over) the bound.
-const LIMIT_CASES: [(&str, &[&str]); 0] = [];
+const LIMIT_CASES: [(&str, &[&str]); 28] = [
+    (
+        "max_artifact_bytes",
+        &[
+            "v1/limits/text_exactly_8mib",
+            "v1/limits/text_8mib_plus_one",
+            "v1/limits/base64_exactly_8mib",
+            "v1/limits/base64_8mib_plus_one",
+        ],
+    ),
+    ("max_encoded_content_bytes", &["v1/limits/encoded_content_over_12mib"]),
+    ("max_query_bytes", &["v1/search/query_byte_limit"]),
+    ("query words (48)", &["v1/search/query_word_limit"]),
+    ("max_title_bytes", &["v1/limits/title_bytes", "v1/limits/multibyte_title_counts_bytes"]),
+    ("max_claim_statement_bytes", &["v1/limits/claim_statement_bytes"]),
+    (
+        "max_metadata_bytes",
+        &[
+            "v1/limits/provenance_bytes",
+            "v1/limits/metadata_bytes",
+            "v1/relation/metadata_over_limit_is_invalid",
+        ],
+    ),
+    ("max_evidence_items", &["v1/limits/evidence_items"]),
+    ("max_search_items", &["v1/search/limit_bounds"]),
+    ("search default limit (10)", &["v1/search/default_limit_is_ten"]),
+    ("max_recall_claims", &["v1/recall/bounds"]),
+    ("max_recall_artifact_refs", &["v1/recall/bounds"]),
+    ("max_recall_excerpt_bytes", &["v1/recall/bounds", "v1/recall/excerpts_are_cut_to_max_excerpt_bytes"]),
+    ("max_recall_evidence_excerpts_per_claim", &["v1/recall/evidence_previews_are_bounded"]),
+    (
+        "max_history_items",
+        &["v1/limits/history_limit_max", "v1/artifact/history_bounds", "v1/claim/history_edges"],
+    ),
+    ("history default page (50)", &["v1/limits/history_default_is_fifty"]),
+    ("max_relation_list_items", &["v1/limits/list_limits", "v1/relation/list_anchor_and_bounds"]),
+    ("max_conflict_list_items", &["v1/limits/list_limits"]),
+    ("kind (128 bytes)", &["v1/limits/kind_bytes"]),
+    ("media_type (512 bytes)", &["v1/limits/media_type_bytes"]),
+    ("actor (1024 bytes)", &["v1/limits/actor_bytes"]),
+    (
+        "reason (64 KiB)",
+        &[
+            "v1/limits/forget_reason_bytes",
+            "v1/limits/retract_reason_bytes",
+            "v1/limits/broad_reason_bytes",
+        ],
+    ),
+    ("request_id (1..=256 bytes)", &["v1/limits/request_id_bytes", "v1/envelope/empty_request_id"]),
+    ("idempotency_key (512 bytes)", &["v1/limits/idempotency_key_bytes"]),
+    ("context ids (256 bytes)", &["v1/limits/context_id_bytes"]),
+    ("pins (128 × 512 bytes)", &["v1/limits/pins"]),
+    ("evidence ids (256 bytes)", &["v1/limits/evidence_ids"]),
+    ("context.build max_bytes", &["v1/context_build/small_budget_stays_within_max_bytes"]),
+];
+
+/// Limits no case file can probe, and why; `v1/envelope/capabilities` still checks the values
+/// every implementation reports.
+const UNPROBED_LIMITS: [(&str, &str); 2] = [
+    ("max_frame_bytes", "a frame is below the request document a case sends"),
+    ("max_concurrent_connections", "a case exchanges one request at a time"),
+];
 
 fn read(path: &Path) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
@@ -262,6 +323,10 @@ fn check_coverage(catalog: &Catalog) -> Result<(), String> {
         }
     }
     let names: BTreeMap<&str, Level> = items.iter().map(|i| (i.name.as_str(), i.level)).collect();
+    if !names.contains_key("v1/envelope/capabilities") {
+        let unprobed: Vec<&str> = UNPROBED_LIMITS.iter().map(|(limit, _)| *limit).collect();
+        problems.push(format!("v1/envelope/capabilities must report the unprobed limits {unprobed:?}"));
+    }
     for (limit, cases) in LIMIT_CASES {
         if cases.is_empty() {
             problems.push(format!("limit {limit} lists no case"));
