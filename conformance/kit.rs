@@ -110,7 +110,9 @@ fn run(args: Args) -> Result<ExitCode, String> {
     let default_binary = (args.list && !target.is_given()).then(|| PathBuf::from("memoree"));
     let transports = target.transports(default_binary)?;
     let reference = match &args.reference_schema {
-        Some(path) => Some(schema::load(path)?.ok_or_else(|| format!("--reference-schema {}: not found", path.display()))?),
+        Some(path) => {
+            Some(schema::load(path)?.ok_or_else(|| format!("--reference-schema {}: not found", path.display()))?)
+        }
         None => None,
     };
     let checks = Arc::new(Checks {
@@ -135,9 +137,21 @@ fn run(args: Args) -> Result<ExitCode, String> {
         }
         let entries: Vec<Entry> = trials
             .iter()
-            .map(|t| Entry::new(t, &runner::Outcome { status: runner::Status::Passed, duration: Default::default() }))
+            .map(|t| {
+                Entry::new(
+                    t,
+                    &runner::Outcome {
+                        status: runner::Status::Passed,
+                        duration: Default::default(),
+                    },
+                )
+            })
             .collect();
-        out.push_str(&format!("{} trials; by transport: {}\n", trials.len(), report::counts_by_transport(&entries)));
+        out.push_str(&format!(
+            "{} trials; by transport: {}\n",
+            trials.len(),
+            report::counts_by_transport(&entries)
+        ));
         print!("{out}");
         return Ok(ExitCode::SUCCESS);
     }

@@ -71,9 +71,18 @@ const REACHABLE_CODES: [&str; 9] = [
 /// Codes no case file can provoke, and why (they are still in the v1 code table that the
 /// `binary` transport checks exit statuses against).
 const UNREACHABLE_CODES: [(&str, &str); 5] = [
-    ("CONFIG_ERROR", "server configuration or a backup destination created concurrently at publish time"),
-    ("INTEGRITY_ERROR", "a corrupted store; the protocol offers no request that corrupts one"),
-    ("TRANSPORT_ERROR", "client-side connection failures, outside any request document"),
+    (
+        "CONFIG_ERROR",
+        "server configuration or a backup destination created concurrently at publish time",
+    ),
+    (
+        "INTEGRITY_ERROR",
+        "a corrupted store; the protocol offers no request that corrupts one",
+    ),
+    (
+        "TRANSPORT_ERROR",
+        "client-side connection failures, outside any request document",
+    ),
     ("REASONER_ERROR", "caller-side remember, never a daemon operation"),
     ("INTERNAL_ERROR", "I/O and storage failures of the implementation"),
 ];
@@ -92,7 +101,10 @@ const LIMIT_CASES: [(&str, &[&str]); 28] = [
     ("max_encoded_content_bytes", &["v1/limits/encoded_content_over_12mib"]),
     ("max_query_bytes", &["v1/search/query_byte_limit"]),
     ("query words (48)", &["v1/search/query_word_limit"]),
-    ("max_title_bytes", &["v1/limits/title_bytes", "v1/limits/multibyte_title_counts_bytes"]),
+    (
+        "max_title_bytes",
+        &["v1/limits/title_bytes", "v1/limits/multibyte_title_counts_bytes"],
+    ),
     ("max_claim_statement_bytes", &["v1/limits/claim_statement_bytes"]),
     (
         "max_metadata_bytes",
@@ -107,14 +119,27 @@ const LIMIT_CASES: [(&str, &[&str]); 28] = [
     ("search default limit (10)", &["v1/search/default_limit_is_ten"]),
     ("max_recall_claims", &["v1/recall/bounds"]),
     ("max_recall_artifact_refs", &["v1/recall/bounds"]),
-    ("max_recall_excerpt_bytes", &["v1/recall/bounds", "v1/recall/excerpts_are_cut_to_max_excerpt_bytes"]),
-    ("max_recall_evidence_excerpts_per_claim", &["v1/recall/evidence_previews_are_bounded"]),
+    (
+        "max_recall_excerpt_bytes",
+        &["v1/recall/bounds", "v1/recall/excerpts_are_cut_to_max_excerpt_bytes"],
+    ),
+    (
+        "max_recall_evidence_excerpts_per_claim",
+        &["v1/recall/evidence_previews_are_bounded"],
+    ),
     (
         "max_history_items",
-        &["v1/limits/history_limit_max", "v1/artifact/history_bounds", "v1/claim/history_edges"],
+        &[
+            "v1/limits/history_limit_max",
+            "v1/artifact/history_bounds",
+            "v1/claim/history_edges",
+        ],
     ),
     ("history default page (50)", &["v1/limits/history_default_is_fifty"]),
-    ("max_relation_list_items", &["v1/limits/list_limits", "v1/relation/list_anchor_and_bounds"]),
+    (
+        "max_relation_list_items",
+        &["v1/limits/list_limits", "v1/relation/list_anchor_and_bounds"],
+    ),
     ("max_conflict_list_items", &["v1/limits/list_limits"]),
     ("kind (128 bytes)", &["v1/limits/kind_bytes"]),
     ("media_type (512 bytes)", &["v1/limits/media_type_bytes"]),
@@ -127,12 +152,18 @@ const LIMIT_CASES: [(&str, &[&str]); 28] = [
             "v1/limits/broad_reason_bytes",
         ],
     ),
-    ("request_id (1..=256 bytes)", &["v1/limits/request_id_bytes", "v1/envelope/empty_request_id"]),
+    (
+        "request_id (1..=256 bytes)",
+        &["v1/limits/request_id_bytes", "v1/envelope/empty_request_id"],
+    ),
     ("idempotency_key (512 bytes)", &["v1/limits/idempotency_key_bytes"]),
     ("context ids (256 bytes)", &["v1/limits/context_id_bytes"]),
     ("pins (128 × 512 bytes)", &["v1/limits/pins"]),
     ("evidence ids (256 bytes)", &["v1/limits/evidence_ids"]),
-    ("context.build max_bytes", &["v1/context_build/small_budget_stays_within_max_bytes"]),
+    (
+        "context.build max_bytes",
+        &["v1/context_build/small_budget_stays_within_max_bytes"],
+    ),
 ];
 
 /// Limits no case file can probe, and why; `v1/envelope/capabilities` still checks the values
@@ -148,7 +179,10 @@ fn read(path: &Path) -> Result<String, String> {
 
 /// The text a quote is compared in: Markdown emphasis and code marks removed, whitespace collapsed.
 pub fn comparable(text: &str) -> String {
-    text.replace(['*', '`'], "").split_whitespace().collect::<Vec<_>>().join(" ")
+    text.replace(['*', '`'], "")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The `### ` headings of DIVERGENCES.md, each with whether it is marked not observable.
@@ -242,7 +276,11 @@ fn check_quotes(catalog: &Catalog, shared: &Path) -> Result<(), String> {
             }
         }
     }
-    if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
 }
 
 fn check_divergences(catalog: &Catalog, divergences: &Path) -> Result<(), String> {
@@ -272,7 +310,11 @@ fn check_divergences(catalog: &Catalog, divergences: &Path) -> Result<(), String
             ));
         }
     }
-    if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
 }
 
 /// Every string value of `"code"` keys in `value`.
@@ -325,7 +367,9 @@ fn check_coverage(catalog: &Catalog) -> Result<(), String> {
     let names: BTreeMap<&str, Level> = items.iter().map(|i| (i.name.as_str(), i.level)).collect();
     if !names.contains_key("v1/envelope/capabilities") {
         let unprobed: Vec<&str> = UNPROBED_LIMITS.iter().map(|(limit, _)| *limit).collect();
-        problems.push(format!("v1/envelope/capabilities must report the unprobed limits {unprobed:?}"));
+        problems.push(format!(
+            "v1/envelope/capabilities must report the unprobed limits {unprobed:?}"
+        ));
     }
     for (limit, cases) in LIMIT_CASES {
         if cases.is_empty() {
@@ -339,7 +383,11 @@ fn check_coverage(catalog: &Catalog) -> Result<(), String> {
             }
         }
     }
-    if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
 }
 
 /// The lint trials.

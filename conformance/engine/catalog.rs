@@ -57,7 +57,10 @@ impl Catalog {
     /// The files compiled into a binary.
     pub fn embedded(files: &[(&str, &[u8])]) -> Catalog {
         Catalog {
-            files: files.iter().map(|(path, bytes)| ((*path).to_owned(), bytes.to_vec())).collect(),
+            files: files
+                .iter()
+                .map(|(path, bytes)| ((*path).to_owned(), bytes.to_vec()))
+                .collect(),
             root: None,
         }
     }
@@ -93,7 +96,9 @@ impl Catalog {
         let mut dirs: BTreeMap<String, ScenarioKind> = BTreeMap::new();
         for path in self.files.keys() {
             let parts: Vec<&str> = path.split('/').collect();
-            let [GOLDEN_DIR, version, name, file] = parts.as_slice() else { continue };
+            let [GOLDEN_DIR, version, name, file] = parts.as_slice() else {
+                continue;
+            };
             let dir = format!("{GOLDEN_DIR}/{version}/{name}");
             let kind = match *file {
                 "01.request.json" => ScenarioKind::Transcript,

@@ -60,7 +60,8 @@ impl Stream for TcpStream {
 fn connect(endpoint: &Endpoint) -> Result<Box<dyn Stream>, String> {
     match endpoint {
         Endpoint::Unix(path) => {
-            let stream = UnixStream::connect(path).map_err(|e| format!("cannot connect to unix://{}: {e}", path.display()))?;
+            let stream =
+                UnixStream::connect(path).map_err(|e| format!("cannot connect to unix://{}: {e}", path.display()))?;
             stream.set_read_timeout(Some(IO_TIMEOUT)).map_err(|e| e.to_string())?;
             stream.set_write_timeout(Some(IO_TIMEOUT)).map_err(|e| e.to_string())?;
             Ok(Box::new(stream))
@@ -78,13 +79,18 @@ fn connect(endpoint: &Endpoint) -> Result<Box<dyn Stream>, String> {
 
 /// Sends `body` as one frame on a new connection and reads the one response frame.
 pub fn exchange(endpoint: &Endpoint, body: &[u8]) -> Result<Value, String> {
-    let length = u32::try_from(body.len()).map_err(|_| format!("a request of {} bytes cannot be framed", body.len()))?;
+    let length =
+        u32::try_from(body.len()).map_err(|_| format!("a request of {} bytes cannot be framed", body.len()))?;
     let mut stream = connect(endpoint)?;
     let mut frame = Vec::with_capacity(4 + body.len());
     frame.extend_from_slice(&length.to_be_bytes());
     frame.extend_from_slice(body);
-    stream.write_all(&frame).map_err(|e| format!("cannot send the request frame: {e}"))?;
-    stream.flush().map_err(|e| format!("cannot send the request frame: {e}"))?;
+    stream
+        .write_all(&frame)
+        .map_err(|e| format!("cannot send the request frame: {e}"))?;
+    stream
+        .flush()
+        .map_err(|e| format!("cannot send the request frame: {e}"))?;
     stream.finish_writing();
     let mut header = [0u8; 4];
     stream

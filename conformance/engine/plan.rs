@@ -68,7 +68,9 @@ pub struct Trial {
 
 impl std::fmt::Debug for Trial {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Trial").field("name", &self.name).finish_non_exhaustive()
+        f.debug_struct("Trial")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
     }
 }
 
@@ -115,20 +117,23 @@ pub fn plan(
     options: &PlanOptions,
 ) -> Vec<Trial> {
     let mut trials = Vec::new();
-    let make = |item: &str, transport: &Arc<dyn Transport>, body: Body, level, basis: &[String], description: &str, skip| Trial {
-        name: format!("{item}::{}", transport.name()),
-        item: item.to_owned(),
-        transport_name: transport.name(),
-        level,
-        basis: basis.to_vec(),
-        description: description.to_owned(),
-        skip,
-        body,
-        transport: transport.clone(),
-        catalog: catalog.clone(),
-        checks: checks.clone(),
-        update: options.update.clone(),
-    };
+    let make =
+        |item: &str, transport: &Arc<dyn Transport>, body: Body, level, basis: &[String], description: &str, skip| {
+            Trial {
+                name: format!("{item}::{}", transport.name()),
+                item: item.to_owned(),
+                transport_name: transport.name(),
+                level,
+                basis: basis.to_vec(),
+                description: description.to_owned(),
+                skip,
+                body,
+                transport: transport.clone(),
+                catalog: catalog.clone(),
+                checks: checks.clone(),
+                update: options.update.clone(),
+            }
+        };
     for (path, bytes) in catalog.case_files() {
         let item = case_name(path);
         let loaded = Arc::new(case::load(path, bytes));
@@ -146,8 +151,9 @@ pub fn plan(
                 continue;
             }
             // A shared, running daemon cannot offer a fresh store per trial.
-            let skip = (transport.name() == "endpoint" && !loaded.as_ref().as_ref().is_ok_and(Case::is_store_independent))
-                .then(|| "needs a fresh store, which a running daemon (--endpoint) cannot offer".to_owned());
+            let skip = (transport.name() == "endpoint"
+                && !loaded.as_ref().as_ref().is_ok_and(Case::is_store_independent))
+            .then(|| "needs a fresh store, which a running daemon (--endpoint) cannot offer".to_owned());
             let body = Body::Case(loaded.clone());
             trials.push(make(&item, transport, body, level, &basis, &description, skip));
         }

@@ -86,7 +86,10 @@ impl Summary {
 
     /// `N passed, M failed, K skipped`.
     pub fn line(self) -> String {
-        format!("{} passed, {} failed, {} skipped", self.passed, self.failed, self.skipped)
+        format!(
+            "{} passed, {} failed, {} skipped",
+            self.passed, self.failed, self.skipped
+        )
     }
 }
 
@@ -107,7 +110,12 @@ pub fn progress_line(entry: &Entry) -> String {
         Status::Failed(_) => "FAILED ",
         Status::Skipped(_) => "skipped",
     };
-    format!("{mark} {} [{}] ({:.2}s)", entry.name, entry.level, entry.duration.as_secs_f64())
+    format!(
+        "{mark} {} [{}] ({:.2}s)",
+        entry.name,
+        entry.level,
+        entry.duration.as_secs_f64()
+    )
 }
 
 /// Trials per transport and level: `daemon: 262 v1, 60 memoree`.
@@ -335,7 +343,11 @@ mod tests {
                 "daemon",
                 Status::Failed("at $.error: expected \"<x>\" & got \u{1}\nsecond line".to_owned()),
             ),
-            entry("v1/a/skipped", "endpoint", Status::Skipped("needs a fresh store".to_owned())),
+            entry(
+                "v1/a/skipped",
+                "endpoint",
+                Status::Skipped("needs a fresh store".to_owned()),
+            ),
         ]
     }
 
@@ -381,7 +393,10 @@ mod tests {
             .descendants()
             .find(|n| n.has_tag_name("failure"))
             .expect("a failure element");
-        assert_eq!(failure.attribute("message"), Some("at $.error: expected \"<x>\" & got \u{FFFD}"));
+        assert_eq!(
+            failure.attribute("message"),
+            Some("at $.error: expected \"<x>\" & got \u{FFFD}")
+        );
         assert!(failure.text().unwrap_or_default().contains("second line"));
     }
 

@@ -31,7 +31,13 @@ pub struct Checks {
 
 impl Checks {
     /// Checks one exchange of a trial at `level`.
-    pub fn check(&self, level: Level, request: &Outgoing, response: &Value, request_meant_valid: bool) -> Result<(), String> {
+    pub fn check(
+        &self,
+        level: Level,
+        request: &Outgoing,
+        response: &Value,
+        request_meant_valid: bool,
+    ) -> Result<(), String> {
         if let Some(reference) = &self.reference {
             reference.check(request, response, request_meant_valid)?;
         }

@@ -49,7 +49,9 @@ impl Target {
             (Some(template), _) => Launch::Command(template.clone()),
             (None, Some(binary)) => Launch::Serve(binary.clone()),
             (None, None) => {
-                return Err("name the implementation: --binary PATH, --daemon-command CMD or --endpoint URL".to_owned());
+                return Err(
+                    "name the implementation: --binary PATH, --daemon-command CMD or --endpoint URL".to_owned(),
+                );
             }
         };
         let mut transports: Vec<Arc<dyn Transport>> = Vec::new();
