@@ -8,6 +8,8 @@
 //!
 //! `MEMOREE_BENCH_ITERATIONS` (default 1) repeats the suite; the fastest run counts.
 
+#![allow(clippy::print_stdout)]
+
 #[path = "support/targets.rs"]
 mod targets;
 
