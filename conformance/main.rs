@@ -2,13 +2,15 @@
 //! the `memoree-conformance` kit (`conformance/engine/`), fed from this checkout, plus the
 //! in-process transport, `UPDATE_GOLDEN=1` and the lints that keep every case's level and
 //! basis honest (`conformance/lint.rs`). Trials run through libtest-mimic, so the usual
-//! filters and `--test-threads` work. Usage is in `conformance/README.md`.
+//! filters and `--test-threads` work. The `kit/…` trials check the kit binary end to end
+//! (`conformance/kit_checks.rs`). Usage is in `conformance/README.md`.
 
 // The in-tree runner uses only part of the engine (the kit also uses its reports and runner);
 // the engine's unit tests run in the kit's test target, not in this `harness = false` one.
 #[allow(dead_code, unused_imports)]
 mod engine;
 mod inprocess;
+mod kit_checks;
 mod lint;
 
 use std::path::{Path, PathBuf};
@@ -78,7 +80,8 @@ fn trials(root: &Path, transports: &[Arc<dyn Transport>], checks: Checks) -> Res
             Trial::test(name, move || t.run().map_err(Failed::from)).with_ignored_flag(ignored)
         })
         .collect();
-    trials.extend(lint::trials(root, catalog));
+    trials.extend(lint::trials(root, catalog.clone()));
+    trials.extend(kit_checks::trials(catalog));
     Ok(trials)
 }
 
