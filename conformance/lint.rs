@@ -9,7 +9,8 @@
 //!   that it is not observable through protocol requests (a line starting with
 //!   [`NOT_OBSERVABLE`], naming the tests that check it) or is not a divergence at all
 //!   ([`NOT_A_DIVERGENCE`]: a reference rule documented in detail);
-//! * every v1 operation, every error code a request can provoke and every limit has a v1 case.
+//! * every v1 operation, every error code a request can provoke and every limit has a v1 case,
+//!   and no v1 case relies on an operation outside the 23 (an extension).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -204,13 +205,13 @@ pub fn divergence_entries(markdown: &str) -> BTreeMap<String, bool> {
     entries
 }
 
-/// Every loaded case and scenario: (name, level, citations, the requests and expectations).
+/// Every loaded case and scenario: name, level, citations and its steps as (request, expected
+/// response) pairs (`Null` for a `$raw` request).
 struct Item {
     name: String,
     level: Level,
     citations: Vec<Basis>,
-    requests: Vec<Value>,
-    expects: Vec<Value>,
+    steps: Vec<(Value, Value)>,
 }
 
 fn items(catalog: &Catalog) -> Result<Vec<Item>, Vec<String>> {
@@ -222,8 +223,11 @@ fn items(catalog: &Catalog) -> Result<Vec<Item>, Vec<String>> {
                 name: case_name(path),
                 level: case.level,
                 citations: case.citations.clone(),
-                requests: case.steps.iter().filter_map(|s| s.request.clone()).collect(),
-                expects: case.steps.iter().map(|s| s.expect.clone()).collect(),
+                steps: case
+                    .steps
+                    .iter()
+                    .map(|s| (s.request.clone().unwrap_or(Value::Null), s.expect.clone()))
+                    .collect(),
             }),
             Err(e) => errors.push(e),
         }
@@ -231,22 +235,20 @@ fn items(catalog: &Catalog) -> Result<Vec<Item>, Vec<String>> {
     for scenario in catalog.scenarios() {
         match golden::load_meta(catalog, &scenario.dir) {
             Ok(meta) => {
-                let mut requests = Vec::new();
-                let mut expects = Vec::new();
+                let mut pairs: BTreeMap<&str, (Value, Value)> = BTreeMap::new();
                 for (name, bytes) in catalog.files_in(&scenario.dir) {
                     let value: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
-                    if name.ends_with(".request.json") {
-                        requests.push(value);
-                    } else if name.ends_with(".response.json") {
-                        expects.push(value);
+                    if let Some(number) = name.strip_suffix(".request.json") {
+                        pairs.entry(number).or_insert((Value::Null, Value::Null)).0 = value;
+                    } else if let Some(number) = name.strip_suffix(".response.json") {
+                        pairs.entry(number).or_insert((Value::Null, Value::Null)).1 = value;
                     }
                 }
                 items.push(Item {
                     name: scenario.dir.clone(),
                     level: meta.level,
                     citations: meta.citations,
-                    requests,
-                    expects,
+                    steps: pairs.into_values().collect(),
                 });
             }
             Err(e) => errors.push(e),
@@ -339,9 +341,22 @@ fn check_coverage(catalog: &Catalog) -> Result<(), String> {
     let items = items(catalog).map_err(|e| e.join("\n"))?;
     let v1: Vec<&Item> = items.iter().filter(|i| i.level == Level::V1).collect();
     let mut problems = Vec::new();
+    // An extension (say `reindex`) is no part of v1: a v1 case may send it only to see it refused.
+    for item in &v1 {
+        for (request, expect) in &item.steps {
+            let op = request.get("op").and_then(Value::as_str);
+            let expects_failure = expect.get("ok") == Some(&Value::Bool(false));
+            if let Some(op) = op.filter(|op| !V1_OPERATIONS.contains(op) && !expects_failure) {
+                problems.push(format!(
+                    "{}: v1 case relies on {op}, which is not a v1 operation",
+                    item.name
+                ));
+            }
+        }
+    }
     let ops: BTreeSet<&str> = v1
         .iter()
-        .flat_map(|i| i.requests.iter().filter_map(|r| r.get("op").and_then(Value::as_str)))
+        .flat_map(|i| i.steps.iter().filter_map(|(r, _)| r.get("op").and_then(Value::as_str)))
         .collect();
     for op in V1_OPERATIONS {
         if !ops.contains(op) {
@@ -357,7 +372,7 @@ fn check_coverage(catalog: &Catalog) -> Result<(), String> {
     }
     let mut seen = BTreeSet::new();
     for item in &v1 {
-        item.expects.iter().for_each(|e| codes(e, &mut seen));
+        item.steps.iter().for_each(|(_, e)| codes(e, &mut seen));
     }
     for code in REACHABLE_CODES {
         if !seen.contains(code) {
