@@ -80,8 +80,9 @@ impl Trial {
         match &self.body {
             Body::Case(loaded) => {
                 let case = loaded.as_ref().as_ref().map_err(Clone::clone)?;
+                // The problem first (a report's one-line summary), then what the case is about.
                 case.run(self.transport.as_ref(), &self.checks)
-                    .map_err(|e| format!("{}: {}\n{e}", self.item, case.description))
+                    .map_err(|e| format!("{e}\ncase {}: {}", self.item, case.description))
             }
             Body::Scenario { dir, kind, meta } => {
                 let meta = meta.as_ref().as_ref().map_err(Clone::clone)?;
