@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use memoree::service::Service;
 
-use crate::engine::transport::{Outgoing, Session, TRANSPORT_REQUEST_ID, Transport, temp_dir};
+use crate::engine::transport::{NO_FRAMES, Outgoing, Session, TRANSPORT_REQUEST_ID, Transport, temp_dir};
 
 /// The service, called directly in this process.
 #[derive(Debug, Default)]
@@ -39,6 +39,7 @@ impl Session for InProcessSession {
         let response = match request {
             Outgoing::Json(value) => self.service.handle_value(value.clone(), TRANSPORT_REQUEST_ID),
             Outgoing::Raw(text) => self.service.handle_json(text.as_bytes(), TRANSPORT_REQUEST_ID),
+            Outgoing::FrameHeader(_) => return Err(NO_FRAMES.to_owned()),
         };
         serde_json::to_value(&response).map_err(|e| format!("cannot encode the response: {e}"))
     }

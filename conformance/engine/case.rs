@@ -58,6 +58,9 @@ pub struct Step {
     pub request: Option<Value>,
     #[serde(rename = "$raw", default)]
     pub raw: Option<String>,
+    /// Sends only a frame header declaring this many body bytes (frame transports only).
+    #[serde(rename = "$frame_header", default)]
+    pub frame_header: Option<u32>,
     pub expect: Value,
     #[serde(default)]
     pub capture: BTreeMap<String, String>,
@@ -84,8 +87,11 @@ pub fn load(path: &str, bytes: &[u8]) -> Result<Case, String> {
     let mut steps = Vec::with_capacity(file.steps.len());
     for (index, value) in file.steps.into_iter().enumerate() {
         let step: Step = serde_json::from_value(value).map_err(|e| at(format!("steps[{index}]: {e}")))?;
-        if step.request.is_some() == step.raw.is_some() {
-            return Err(at(format!("steps[{index}]: needs exactly one of `request` and `$raw`")));
+        let kinds = [step.request.is_some(), step.raw.is_some(), step.frame_header.is_some()];
+        if kinds.iter().filter(|k| **k).count() != 1 {
+            return Err(at(format!(
+                "steps[{index}]: needs exactly one of `request`, `$raw` and `$frame_header`"
+            )));
         }
         if !step.expect.is_object() {
             return Err(at(format!("steps[{index}].expect: must be an object")));
@@ -143,14 +149,19 @@ impl Case {
             .ok_or_else(|| format!("{{{{{TMPDIR_VAR}}}}} is not UTF-8: {}", tmpdir_path.display()))?;
         vars.insert(TMPDIR_VAR.to_owned(), Value::String(tmpdir_text.to_owned()));
         for (index, step) in self.steps.iter().enumerate() {
-            let outgoing = match (&step.request, &step.raw) {
-                (Some(template), _) => {
+            let outgoing = match (&step.request, &step.raw, step.frame_header) {
+                (Some(template), _, _) => {
                     Outgoing::Json(render(template, &vars).map_err(|e| format!("step {index}: {e}"))?)
                 }
-                (None, Some(raw)) => Outgoing::Raw(raw.clone()),
-                (None, None) => unreachable!("checked by load"),
+                (None, Some(raw), _) => Outgoing::Raw(raw.clone()),
+                (None, None, Some(length)) => Outgoing::FrameHeader(length),
+                (None, None, None) => unreachable!("checked by load"),
             };
-            let label = format!("step {index} ({})", outgoing.op().unwrap_or("$raw"));
+            let kind = match outgoing {
+                Outgoing::FrameHeader(_) => "$frame_header",
+                _ => "$raw",
+            };
+            let label = format!("step {index} ({})", outgoing.op().unwrap_or(kind));
             let response = session.exchange(&outgoing).map_err(|e| format!("{label}: {e}"))?;
             let report = |problem: &str| {
                 format!(
@@ -167,9 +178,12 @@ impl Case {
                 )));
             }
             let expects_failure = step.expect.get("ok") == Some(&Value::Bool(false));
-            checks
-                .check(self.level, &outgoing, &response, !expects_failure)
-                .map_err(|e| report(&e))?;
+            // A `$frame_header` step may legitimately get no envelope at all (`null`).
+            if !response.is_null() {
+                checks
+                    .check(self.level, &outgoing, &response, !expects_failure)
+                    .map_err(|e| report(&e))?;
+            }
             for (name, path) in &step.capture {
                 let value =
                     lookup(&response, path).ok_or_else(|| report(&format!("capture {name}: no value at {path}")))?;

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::frames::{Endpoint, exchange as frame_exchange};
+use super::frames::{Endpoint, exchange as frame_exchange, header_only};
 use super::transport::{Outgoing, Session, TRANSPORT_REQUEST_ID, Transport, temp_dir};
 
 /// How long a spawned daemon may take to accept its first request.
@@ -194,7 +194,16 @@ impl Transport for Daemon {
 
 impl Session for DaemonSession {
     fn exchange(&mut self, request: &Outgoing) -> Result<Value, String> {
-        frame_exchange(&self.endpoint, &request.to_bytes())
+        send(&self.endpoint, request)
+    }
+}
+
+/// One exchange on a frame transport; a `$frame_header` step's reply is `null` when the daemon
+/// closed the connection without one.
+fn send(endpoint: &Endpoint, request: &Outgoing) -> Result<Value, String> {
+    match request {
+        Outgoing::FrameHeader(length) => header_only(endpoint, *length),
+        other => frame_exchange(endpoint, &other.to_bytes()),
     }
 }
 
@@ -248,6 +257,6 @@ impl Transport for Running {
 impl Session for RunningSession {
     fn exchange(&mut self, request: &Outgoing) -> Result<Value, String> {
         let _turn = self.one_at_a_time.lock().unwrap_or_else(|e| e.into_inner());
-        frame_exchange(&self.endpoint, &request.to_bytes())
+        send(&self.endpoint, request)
     }
 }

@@ -43,17 +43,26 @@ impl Endpoint {
 
 trait Stream: Read + Write {
     fn finish_writing(&self);
+    fn wait_at_most(&self, timeout: Duration);
 }
 
 impl Stream for UnixStream {
     fn finish_writing(&self) {
         let _ = self.shutdown(Shutdown::Write);
     }
+
+    fn wait_at_most(&self, timeout: Duration) {
+        let _ = self.set_read_timeout(Some(timeout));
+    }
 }
 
 impl Stream for TcpStream {
     fn finish_writing(&self) {
         let _ = self.shutdown(Shutdown::Write);
+    }
+
+    fn wait_at_most(&self, timeout: Duration) {
+        let _ = self.set_read_timeout(Some(timeout));
     }
 }
 
@@ -108,6 +117,38 @@ pub fn exchange(endpoint: &Endpoint, body: &[u8]) -> Result<Value, String> {
         .map_err(|e| format!("the response frame ended early: {e}"))?;
     let text = std::str::from_utf8(&response).map_err(|_| "the response frame is not UTF-8".to_owned())?;
     serde_json::from_str(text).map_err(|e| format!("the response frame is not JSON: {e}"))
+}
+
+/// How long a header-only exchange waits for a reply before it counts as "no reply".
+const HEADER_ONLY_WAIT: Duration = Duration::from_secs(10);
+
+/// Sends only a frame header declaring `length` body bytes (and no body) on a new connection.
+/// Returns the reply envelope, or `null` when the daemon closes the connection without one.
+pub fn header_only(endpoint: &Endpoint, length: u32) -> Result<Value, String> {
+    let mut stream = connect(endpoint)?;
+    stream
+        .write_all(&length.to_be_bytes())
+        .map_err(|e| format!("cannot send the frame header: {e}"))?;
+    stream.finish_writing();
+    stream.wait_at_most(HEADER_ONLY_WAIT);
+    let mut header = [0u8; 4];
+    let started = std::time::Instant::now();
+    match stream.read_exact(&mut header) {
+        Ok(()) => {}
+        Err(_) if started.elapsed() < HEADER_ONLY_WAIT => return Ok(Value::Null),
+        Err(e) => return Err(format!("no reply and no close within {HEADER_ONLY_WAIT:?}: {e}")),
+    }
+    let length = u32::from_be_bytes(header) as usize;
+    if length > MAX_FRAME_BYTES {
+        return Err(format!(
+            "the response frame declares {length} bytes, over the protocol's limit"
+        ));
+    }
+    let mut response = vec![0u8; length];
+    stream
+        .read_exact(&mut response)
+        .map_err(|e| format!("the response frame ended early: {e}"))?;
+    serde_json::from_slice(&response).map_err(|e| format!("the response frame is not JSON: {e}"))
 }
 
 #[cfg(test)]

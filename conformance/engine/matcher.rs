@@ -21,6 +21,18 @@ fn walk(expected: &Value, actual: Option<&Value>, path: &str, vars: &Vars, out: 
         return;
     };
     match expected {
+        Value::Object(map) if map.len() == 1 && map.contains_key("$one_of") => {
+            let Some(Value::Array(choices)) = map.get("$one_of") else {
+                return fail("$one_of takes an array of expectations".to_owned());
+            };
+            if !choices.iter().any(|choice| check(choice, actual, vars).is_empty()) {
+                fail(format!(
+                    "matches none of $one_of {}; got {}",
+                    preview(expected),
+                    preview(actual)
+                ));
+            }
+        }
         Value::Object(map) if map.len() == 1 && (map.contains_key("$len") || map.contains_key("$contains")) => {
             let Some(items) = actual.as_array() else {
                 return fail(format!("expected an array, got {}", preview(actual)));
@@ -173,5 +185,28 @@ pub fn preview(value: &Value) -> String {
     match text.char_indices().nth(3000) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn one_of_matches_when_any_choice_matches() {
+        let expected = json!({"$one_of": [null, {"ok": false, "error": {"code": "CONTENT_TOO_LARGE"}}]});
+        let vars = Vars::new();
+        assert!(check(&expected, &Value::Null, &vars).is_empty());
+        assert!(
+            check(
+                &expected,
+                &json!({"ok": false, "error": {"code": "CONTENT_TOO_LARGE"}}),
+                &vars
+            )
+            .is_empty()
+        );
+        assert_eq!(check(&expected, &json!({"ok": true}), &vars).len(), 1);
     }
 }

@@ -27,6 +27,9 @@ pub const TRANSPORT_REQUEST_ID: &str = "req_transport";
 /// The fallback `request_id` of `memoree call` when stdin is not a request.
 pub const CLI_REQUEST_ID: &str = "req_cli";
 
+/// The error of a `$frame_header` step on a transport without frames.
+pub const NO_FRAMES: &str = "a $frame_header step needs a frame transport; limit the case to \"daemon\"";
+
 /// How long one `call` subprocess may take before it is killed.
 const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -37,6 +40,8 @@ pub enum Outgoing {
     Json(Value),
     /// Text sent verbatim (malformed JSON cases).
     Raw(String),
+    /// Only a frame header declaring this many body bytes, and no body (frame transports only).
+    FrameHeader(u32),
 }
 
 impl Outgoing {
@@ -44,7 +49,7 @@ impl Outgoing {
     pub fn op(&self) -> Option<&str> {
         match self {
             Outgoing::Json(value) => value.get("op").and_then(Value::as_str),
-            Outgoing::Raw(_) => None,
+            Outgoing::Raw(_) | Outgoing::FrameHeader(_) => None,
         }
     }
 
@@ -53,6 +58,7 @@ impl Outgoing {
         match self {
             Outgoing::Json(value) => value.clone(),
             Outgoing::Raw(text) => Value::String(text.clone()),
+            Outgoing::FrameHeader(length) => serde_json::json!({ "$frame_header": length }),
         }
     }
 
@@ -60,6 +66,7 @@ impl Outgoing {
         match self {
             Outgoing::Json(value) => serde_json::to_vec(value).unwrap_or_default(),
             Outgoing::Raw(text) => text.as_bytes().to_vec(),
+            Outgoing::FrameHeader(_) => Vec::new(),
         }
     }
 }
@@ -157,6 +164,9 @@ impl Drop for BinarySession {
 
 impl Session for BinarySession {
     fn exchange(&mut self, request: &Outgoing) -> Result<Value, String> {
+        if let Outgoing::FrameHeader(_) = request {
+            return Err(NO_FRAMES.to_owned());
+        }
         let CallOutput { status, stdout, stderr } = run_call(&self.path, self.home.path(), request.to_bytes())?;
         let stderr = String::from_utf8_lossy(&stderr);
         let line = std::str::from_utf8(&stdout).map_err(|_| format!("stdout is not UTF-8; stderr: {stderr}"))?;
