@@ -61,6 +61,10 @@ pub struct Step {
     /// Sends only a frame header declaring this many body bytes (frame transports only).
     #[serde(rename = "$frame_header", default)]
     pub frame_header: Option<u32>,
+    /// Sends the request on the connection kept open by the previous such step (frame
+    /// transports only).
+    #[serde(rename = "$same_connection", default)]
+    pub same_connection: bool,
     pub expect: Value,
     #[serde(default)]
     pub capture: BTreeMap<String, String>,
@@ -91,6 +95,11 @@ pub fn load(path: &str, bytes: &[u8]) -> Result<Case, String> {
         if kinds.iter().filter(|k| **k).count() != 1 {
             return Err(at(format!(
                 "steps[{index}]: needs exactly one of `request`, `$raw` and `$frame_header`"
+            )));
+        }
+        if step.same_connection && step.frame_header.is_some() {
+            return Err(at(format!(
+                "steps[{index}]: a $frame_header step always uses a new connection"
             )));
         }
         if !step.expect.is_object() {
@@ -162,7 +171,12 @@ impl Case {
                 _ => "$raw",
             };
             let label = format!("step {index} ({})", outgoing.op().unwrap_or(kind));
-            let response = session.exchange(&outgoing).map_err(|e| format!("{label}: {e}"))?;
+            let response = if step.same_connection {
+                session.exchange_kept(&outgoing)
+            } else {
+                session.exchange(&outgoing)
+            }
+            .map_err(|e| format!("{label}: {e}"))?;
             let report = |problem: &str| {
                 format!(
                     "{label}: {problem}\n  request:  {}\n  response: {}",

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::frames::{Endpoint, exchange as frame_exchange, header_only};
+use super::frames::{Connection, Endpoint, exchange as frame_exchange, header_only};
 use super::transport::{Outgoing, Session, TRANSPORT_REQUEST_ID, Transport, temp_dir};
 
 /// How long a spawned daemon may take to accept its first request.
@@ -62,6 +62,7 @@ impl Daemon {
 struct DaemonSession {
     child: Child,
     endpoint: Endpoint,
+    kept: Option<Connection>,
     _dir: tempfile::TempDir,
 }
 
@@ -187,6 +188,7 @@ impl Transport for Daemon {
         Ok(Box::new(DaemonSession {
             child,
             endpoint,
+            kept: None,
             _dir: dir,
         }))
     }
@@ -195,6 +197,14 @@ impl Transport for Daemon {
 impl Session for DaemonSession {
     fn exchange(&mut self, request: &Outgoing) -> Result<Value, String> {
         send(&self.endpoint, request)
+    }
+
+    fn exchange_kept(&mut self, request: &Outgoing) -> Result<Value, String> {
+        let connection = match &mut self.kept {
+            Some(connection) => connection,
+            None => self.kept.insert(Connection::open(&self.endpoint)?),
+        };
+        connection.exchange(&request.to_bytes())
     }
 }
 
@@ -209,6 +219,7 @@ fn send(endpoint: &Endpoint, request: &Outgoing) -> Result<Value, String> {
 
 impl Drop for DaemonSession {
     fn drop(&mut self) {
+        self.kept = None;
         stop(&mut self.child);
     }
 }

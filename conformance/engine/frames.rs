@@ -41,7 +41,7 @@ impl Endpoint {
     }
 }
 
-trait Stream: Read + Write {
+trait Stream: Read + Write + Send {
     fn finish_writing(&self);
     fn wait_at_most(&self, timeout: Duration);
 }
@@ -101,6 +101,43 @@ pub fn exchange(endpoint: &Endpoint, body: &[u8]) -> Result<Value, String> {
         .flush()
         .map_err(|e| format!("cannot send the request frame: {e}"))?;
     stream.finish_writing();
+    read_response(&mut stream)
+}
+
+/// A connection kept open across several exchanges (`$same_connection` steps).
+pub struct Connection {
+    stream: Box<dyn Stream>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Connection")
+    }
+}
+
+impl Connection {
+    pub fn open(endpoint: &Endpoint) -> Result<Connection, String> {
+        Ok(Connection {
+            stream: connect(endpoint)?,
+        })
+    }
+
+    /// Sends one frame and reads one response frame, leaving the connection open.
+    pub fn exchange(&mut self, body: &[u8]) -> Result<Value, String> {
+        let length =
+            u32::try_from(body.len()).map_err(|_| format!("a request of {} bytes cannot be framed", body.len()))?;
+        let mut frame = Vec::with_capacity(4 + body.len());
+        frame.extend_from_slice(&length.to_be_bytes());
+        frame.extend_from_slice(body);
+        self.stream
+            .write_all(&frame)
+            .map_err(|e| format!("cannot send on the kept connection: {e}"))?;
+        read_response(&mut self.stream)
+    }
+}
+
+/// Reads one response frame and parses its JSON.
+fn read_response(stream: &mut Box<dyn Stream>) -> Result<Value, String> {
     let mut header = [0u8; 4];
     stream
         .read_exact(&mut header)

@@ -85,6 +85,12 @@ pub trait Transport: Send + Sync {
 pub trait Session: Send {
     /// Sends one request and returns its response envelope.
     fn exchange(&mut self, request: &Outgoing) -> Result<Value, String>;
+
+    /// Sends one request on the connection kept open by the previous such exchange (a
+    /// `$same_connection` step); only frame transports have connections.
+    fn exchange_kept(&mut self, _request: &Outgoing) -> Result<Value, String> {
+        Err("a $same_connection step needs a frame transport; limit the case to \"daemon\"".to_owned())
+    }
 }
 
 pub fn temp_dir() -> Result<tempfile::TempDir, String> {
