@@ -9,7 +9,9 @@ in ways protocol v1 and the facts sheet permit but Memoree does not do:
 * every error message is reworded (its words reversed), and hints are dropped for codes the
   facts sheet gives no hint, reworded for the others;
 * retrieval hints are reworded the same way;
-* every result object gains an extra field.
+* every result object gains an extra field;
+* a fifth concurrent connection is accepted and closed without a frame, as the reference does
+  (Memoree answers it with a busy envelope).
 
 CI runs `memoree-conformance --level v1` against it: every v1 trial must still pass, which
 shows that v1 cases do not assert Memoree's wording, request_id choices or exact field sets.
@@ -107,7 +109,20 @@ def write_frame(sock, body):
     sock.sendall(struct.pack(">I", len(body)) + body)
 
 
+SLOTS = threading.BoundedSemaphore(4)
+
+
 def serve_one(client, inner_path):
+    if not SLOTS.acquire(blocking=False):
+        client.close()
+        return
+    try:
+        relay(client, inner_path)
+    finally:
+        SLOTS.release()
+
+
+def relay(client, inner_path):
     with client:
         body = read_frame(client)
         if body is None:

@@ -65,6 +65,9 @@ pub struct Step {
     /// transports only).
     #[serde(rename = "$same_connection", default)]
     pub same_connection: bool,
+    /// Opens this many idle connections, held until the case ends (frame transports only).
+    #[serde(rename = "$hold_connections", default)]
+    pub hold_connections: Option<u32>,
     pub expect: Value,
     #[serde(default)]
     pub capture: BTreeMap<String, String>,
@@ -91,15 +94,20 @@ pub fn load(path: &str, bytes: &[u8]) -> Result<Case, String> {
     let mut steps = Vec::with_capacity(file.steps.len());
     for (index, value) in file.steps.into_iter().enumerate() {
         let step: Step = serde_json::from_value(value).map_err(|e| at(format!("steps[{index}]: {e}")))?;
-        let kinds = [step.request.is_some(), step.raw.is_some(), step.frame_header.is_some()];
+        let kinds = [
+            step.request.is_some(),
+            step.raw.is_some(),
+            step.frame_header.is_some(),
+            step.hold_connections.is_some(),
+        ];
         if kinds.iter().filter(|k| **k).count() != 1 {
             return Err(at(format!(
-                "steps[{index}]: needs exactly one of `request`, `$raw` and `$frame_header`"
+                "steps[{index}]: needs exactly one of `request`, `$raw`, `$frame_header` and `$hold_connections`"
             )));
         }
-        if step.same_connection && step.frame_header.is_some() {
+        if step.same_connection && (step.frame_header.is_some() || step.hold_connections.is_some()) {
             return Err(at(format!(
-                "steps[{index}]: a $frame_header step always uses a new connection"
+                "steps[{index}]: $same_connection goes with `request` or `$raw` only"
             )));
         }
         if !step.expect.is_object() {
@@ -158,6 +166,17 @@ impl Case {
             .ok_or_else(|| format!("{{{{{TMPDIR_VAR}}}}} is not UTF-8: {}", tmpdir_path.display()))?;
         vars.insert(TMPDIR_VAR.to_owned(), Value::String(tmpdir_text.to_owned()));
         for (index, step) in self.steps.iter().enumerate() {
+            if let Some(count) = step.hold_connections {
+                session
+                    .hold_connections(count)
+                    .map_err(|e| format!("step {index} ($hold_connections): {e}"))?;
+                let held = serde_json::json!({ "held": count });
+                let mismatches = matcher::check(&step.expect, &held, &vars);
+                if !mismatches.is_empty() {
+                    return Err(format!("step {index} ($hold_connections): {}", mismatches.join("; ")));
+                }
+                continue;
+            }
             let outgoing = match (&step.request, &step.raw, step.frame_header) {
                 (Some(template), _, _) => {
                     Outgoing::Json(render(template, &vars).map_err(|e| format!("step {index}: {e}"))?)
@@ -178,10 +197,14 @@ impl Case {
             }
             .map_err(|e| format!("{label}: {e}"))?;
             let report = |problem: &str| {
-                format!(
-                    "{label}: {problem}\n  request:  {}\n  response: {}",
-                    matcher::preview(&outgoing.to_value()),
+                let shown = if response.is_null() {
+                    "null (the daemon closed the connection without a reply)".to_owned()
+                } else {
                     matcher::preview(&response)
+                };
+                format!(
+                    "{label}: {problem}\n  request:  {}\n  response: {shown}",
+                    matcher::preview(&outgoing.to_value())
                 )
             };
             let mismatches = matcher::check(&step.expect, &response, &vars);

@@ -63,6 +63,7 @@ struct DaemonSession {
     child: Child,
     endpoint: Endpoint,
     kept: Option<Connection>,
+    held: Vec<Connection>,
     _dir: tempfile::TempDir,
 }
 
@@ -189,6 +190,7 @@ impl Transport for Daemon {
             child,
             endpoint,
             kept: None,
+            held: Vec::new(),
             _dir: dir,
         }))
     }
@@ -206,6 +208,13 @@ impl Session for DaemonSession {
         };
         connection.exchange(&request.to_bytes())
     }
+
+    fn hold_connections(&mut self, count: u32) -> Result<(), String> {
+        for _ in 0..count {
+            self.held.push(Connection::open(&self.endpoint)?);
+        }
+        Ok(())
+    }
 }
 
 /// One exchange on a frame transport; a `$frame_header` step's reply is `null` when the daemon
@@ -220,6 +229,7 @@ fn send(endpoint: &Endpoint, request: &Outgoing) -> Result<Value, String> {
 impl Drop for DaemonSession {
     fn drop(&mut self) {
         self.kept = None;
+        self.held.clear();
         stop(&mut self.child);
     }
 }

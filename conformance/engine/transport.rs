@@ -91,6 +91,12 @@ pub trait Session: Send {
     fn exchange_kept(&mut self, _request: &Outgoing) -> Result<Value, String> {
         Err("a $same_connection step needs a frame transport; limit the case to \"daemon\"".to_owned())
     }
+
+    /// Opens `count` more connections that send nothing and stay open until the session ends
+    /// (a `$hold_connections` step); only frame transports have connections.
+    fn hold_connections(&mut self, _count: u32) -> Result<(), String> {
+        Err("a $hold_connections step needs a frame transport; limit the case to \"daemon\"".to_owned())
+    }
 }
 
 pub fn temp_dir() -> Result<tempfile::TempDir, String> {
