@@ -7,6 +7,8 @@ mod context;
 mod crash;
 mod daemon;
 mod faults;
+mod inspect;
+mod inspect_fixture;
 mod remember;
 mod retry_storm;
 mod sweep;
