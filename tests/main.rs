@@ -8,6 +8,8 @@ mod crash;
 mod daemon;
 mod faults;
 mod inspect;
+mod inspect_browser;
+mod inspect_cdp;
 mod inspect_fixture;
 mod remember;
 mod retry_storm;

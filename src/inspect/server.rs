@@ -74,6 +74,7 @@ pub fn router(app: Arc<App>) -> Router {
             get(|| async { asset("text/javascript; charset=utf-8", JS) }),
         )
         .route("/static/favicon.svg", get(|| async { asset("image/svg+xml", FAVICON) }))
+        .route("/favicon.ico", get(|| async { asset("image/svg+xml", FAVICON) }))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(app.clone(), guard))
         .layer(middleware::map_response(|mut response: Response| async move {
@@ -99,12 +100,19 @@ fn html_response(status: StatusCode, body: String) -> Response {
         .into_response()
 }
 
-/// A small page outside the layout (refusals, the token exchange).
-fn bare(title: &str, body: maud::Markup) -> String {
+/// A small page outside the layout (refusals, the token exchange); `head` adds to its head.
+fn bare(title: &str, head: maud::Markup, body: maud::Markup) -> String {
     html! {
         (maud::DOCTYPE)
         html lang="en" {
-            head { meta charset="utf-8"; title { (title) " · Memoree inspector" } link rel="stylesheet" href="/static/inspect.css"; }
+            head {
+                meta charset="utf-8";
+                meta name="referrer" content="no-referrer";
+                (head)
+                title { (title) " · Memoree inspector" }
+                link rel="icon" href="/static/favicon.svg" type="image/svg+xml";
+                link rel="stylesheet" href="/static/inspect.css";
+            }
             body { main { h1 { (title) } (body) } }
         }
     }
@@ -124,11 +132,9 @@ async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Res
             // A meta refresh rather than a redirect: the follow-up navigation starts from this
             // origin, so the SameSite=Strict cookie goes with it even when the printed URL was
             // opened from another site (a cross-site redirect chain would drop it).
-            let body = html! {
-                meta http-equiv="refresh" content={ "0;url=" (location) };
-                p { "Signed in to this inspector. " a href=(location) { "Continue" } }
-            };
-            let mut response = html_response(StatusCode::OK, bare("Memoree inspector", body));
+            let head = html! { meta http-equiv="refresh" content={ "0;url=" (location) }; };
+            let body = html! { p { "Signed in to this inspector. " a href=(location) { "Continue" } } };
+            let mut response = html_response(StatusCode::OK, bare("Signed in", head, body));
             if let Ok(cookie) = HeaderValue::from_str(&app.gate.cookie()) {
                 response.headers_mut().insert(header::SET_COOKIE, cookie);
             }
@@ -139,6 +145,7 @@ async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Res
                 status,
                 bare(
                     status.canonical_reason().unwrap_or("Refused"),
+                    html! {},
                     html! { p { (message) } },
                 ),
             );
@@ -155,7 +162,11 @@ async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Res
 async fn not_found() -> Response {
     html_response(
         StatusCode::NOT_FOUND,
-        bare("Not found", html! { p { a href="/" { "Back to the overview" } } }),
+        bare(
+            "Not found",
+            html! {},
+            html! { p { a href="/" { "Back to the overview" } } },
+        ),
     )
 }
 
@@ -179,6 +190,7 @@ async fn page(
             StatusCode::INTERNAL_SERVER_ERROR,
             bare(
                 "Internal error",
+                html! {},
                 html! { p { "Rendering this page failed; see the inspector's log." } },
             ),
         ),

@@ -2,6 +2,9 @@
 // Loaded as a same-origin file (the Content-Security-Policy forbids inline script).
 "use strict";
 
+// Marks the document so styles (and tests) can tell the script ran.
+document.documentElement.classList.add("js");
+
 document.addEventListener("DOMContentLoaded", function () {
   // A broader horizon needs a reason: make the browser ask for one before submitting.
   document.querySelectorAll("form.horizon").forEach(function (form) {
