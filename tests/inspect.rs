@@ -134,7 +134,7 @@ fn no_state_changing_method_is_accepted_and_nothing_is_ever_written() {
         let head = inspector.send("HEAD", path, &[("host", &host), ("cookie", &cookie)]);
         assert!(head.body.is_empty(), "HEAD {path} has a body");
     }
-    for (name, path) in inspector.tour().iter().take(17) {
+    for (name, path) in inspector.sections().iter() {
         assert_eq!(inspector.get(path).status, 200, "{name}");
     }
     assert_eq!(last_commit_seq(&inspector), before, "the inspector wrote something");
@@ -173,12 +173,13 @@ fn every_page_renders_for_a_store_seeded_from_the_golden_corpora() {
     assert!(text.contains("verify: ok"), "{text}");
     assert!(select(&overview, "table.events tbody tr").len() == 25);
     let conflicts = Html::parse_document(&inspector.page("/conflicts"));
-    assert_eq!(select(&conflicts, "article.case").len(), 2);
-    assert_eq!(select(&conflicts, "article.case div.side").len(), 4);
+    assert_eq!(select(&conflicts, "article.case").len(), 3);
+    assert_eq!(select(&conflicts, "article.case div.side").len(), 6);
     let graph =
         Html::parse_document(&inspector.page(&format!("/relations?entity=claim:{}", inspector.extras.four_span_claim)));
-    assert_eq!(select(&graph, "svg.graph path.edge").len(), 1);
-    assert_eq!(select(&graph, "svg.graph g.node").len(), 2);
+    assert_eq!(select(&graph, "svg.graph path.edge").len(), 3);
+    assert_eq!(select(&graph, "svg.graph g.node").len(), 4);
+    assert_eq!(select(&graph, "svg.graph g.node.artifact").len(), 1);
     let diff = Html::parse_document(&inspector.page(&format!("/artifacts/{}/diff", inspector.extras.span_artifact)));
     assert_eq!(
         select(&diff, "table.diff tr.ins")
@@ -188,8 +189,11 @@ fn every_page_renders_for_a_store_seeded_from_the_golden_corpora() {
         "+A second revision adds this line."
     );
     let revised = Html::parse_document(&inspector.page(&format!("/artifacts/{}", inspector.extras.span_artifact)));
-    // Both revisions are cited by the four-span claim; the table says which claim cites which.
-    assert_eq!(select(&revised, "table.revisions ul.citing li").len(), 2);
+    // The four-span claim cites both revisions and its rival the first one; the table says
+    // which claim cites which revision.
+    let citing = |row: usize| select(&revised, &format!("table.revisions tbody tr:nth-child({row}) ul.citing li"));
+    assert_eq!(citing(1).len(), 1, "r2");
+    assert_eq!(citing(2).len(), 2, "r1");
 }
 
 #[test]
@@ -288,7 +292,7 @@ fn hostile_content_is_escaped_everywhere_and_flagged() {
     let text = select(&artifact, "pre.source").concat();
     assert!(text.contains("<script>window.__pwned = 1</script>"), "{text}");
     assert!(text.contains("⟨U+202E⟩"), "the bidi override is made visible: {text}");
-    assert_eq!(select(&artifact, "main > h1"), [format!("Artifact {HOSTILE_TITLE}")]);
+    assert_eq!(select(&artifact, "main > h1"), [format!("Artifact: {HOSTILE_TITLE}")]);
     let risks = select(&artifact, ".badge.risk").concat();
     assert!(
         risks.contains("instruction_override_language") && risks.contains("role_spoofing_language"),

@@ -252,13 +252,13 @@ impl Tab<'_> {
         errors
     }
 
-    /// Writes a PNG of the whole page (at most 5000 px tall) to `path`.
+    /// Writes a PNG of the whole page (at most 2400 px tall) to `path`.
     pub fn screenshot(&mut self, path: &Path) {
         let metrics = self.call("Page.getLayoutMetrics", json!({}));
         let height = metrics["cssContentSize"]["height"]
             .as_f64()
             .unwrap_or(900.0)
-            .clamp(900.0, 5000.0);
+            .clamp(900.0, 2400.0);
         let shot = self.call(
             "Page.captureScreenshot",
             json!({"format": "png", "captureBeyondViewport": true,

@@ -70,7 +70,7 @@ impl Reply {
 
 /// A seeded daemon and a running `memoree inspect`, both stopped on drop.
 pub struct Inspector {
-    pub home: TempHome,
+    _home: TempHome,
     pub daemon: TestDaemon,
     child: Child,
     _stdout: BufReader<ChildStdout>,
@@ -207,6 +207,27 @@ fn seed_extras(client: &SocketClient) -> Extras {
         json!({"claim_type": "fact", "statement": "The cache TTL is thirty seconds (cited four times).",
                "confidence": 0.9, "evidence": evidence}),
     );
+    write(
+        client,
+        "x-derived",
+        "relation.put",
+        json!({"source_type": "claim", "source_id": claim["claim_id"], "relation": "derived_from",
+               "target_type": "artifact", "target_id": artifact}),
+    );
+    let rival = write(
+        client,
+        "x-rival",
+        "claim.assert",
+        json!({"claim_type": "fact", "statement": "The cache TTL is sixty seconds.",
+               "evidence": [{"artifact_id": artifact, "revision_id": revision_1}]}),
+    );
+    write(
+        client,
+        "x-contradicts",
+        "relation.put",
+        json!({"source_type": "claim", "source_id": rival["claim_id"], "relation": "contradicts",
+               "target_type": "claim", "target_id": claim["claim_id"], "metadata": {"found_by": "review"}}),
+    );
     let hostile = write(
         client,
         "x-hostile-put",
@@ -262,7 +283,7 @@ impl Inspector {
             .build()
             .unwrap();
         Inspector {
-            home,
+            _home: home,
             daemon,
             child,
             _stdout: stdout,
@@ -364,12 +385,12 @@ impl Inspector {
         response["result"].clone()
     }
 
-    /// Every page worth loading: each section, filters, broad horizons, and the detail
-    /// pages of our extras and of the corpora's revised, forgotten and conflicted entities.
-    pub fn tour(&self) -> Vec<(String, String)> {
+    /// One page of each kind, named: sections, filters, broad horizons, and the detail pages
+    /// of our extras.
+    pub fn sections(&self) -> Vec<(String, String)> {
         let e = &self.extras;
         let broad = "horizon=personal&reason=audit%20the%20whole%20store";
-        let mut pages: Vec<(String, String)> = vec![
+        vec![
             ("overview".into(), "/?verify=1".into()),
             ("claims".into(), "/claims".into()),
             ("claims-conflicted".into(), "/claims?status=conflicted".into()),
@@ -396,7 +417,14 @@ impl Inspector {
             ("ask".into(), "/ask?q=gateway%20rate%20limit".into()),
             ("ask-personal".into(), format!("/ask?q=cache%20ttl&{broad}")),
             ("artifacts-personal".into(), format!("/artifacts?{broad}")),
-        ];
+        ]
+    }
+
+    /// [`Inspector::sections`] plus the detail and relation pages of every artifact and
+    /// claim the corpora seeded.
+    pub fn tour(&self) -> Vec<(String, String)> {
+        let broad = "horizon=personal&reason=audit%20the%20whole%20store";
+        let mut pages = self.sections();
         let artifacts = self.read(
             "artifact.list",
             json!({"horizon": "personal", "reason": "test", "limit": 100}),

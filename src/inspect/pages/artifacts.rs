@@ -171,7 +171,7 @@ pub fn detail_page(memory: &Memory, request: &Request<'_>) -> Result<Page, Probl
                 tbody {
                     @for revision in revisions {
                         @let revision_id = s(revision, "revision_id");
-                        tr class=@if revision_id == shown { "shown" } @else { "" } {
+                        tr.shown[revision_id == shown] {
                             td { a href=(links::artifact(scope, artifact_id, Some(revision_id))) { "r" (n(revision, "revision_number")) }
                                  br; code.small { (revision_id) } }
                             td { (widgets::when(s(revision, "revision_created_at"))) }
@@ -189,7 +189,7 @@ pub fn detail_page(memory: &Memory, request: &Request<'_>) -> Result<Page, Probl
         }
         (widgets::raw("Raw artifact.get result", &record))
     };
-    Ok(Page::new(format!("Artifact {}", clip(title, 80)), body))
+    Ok(Page::new(format!("Artifact: {}", clip(title, 80)), body))
 }
 
 const ARTIFACT_FIELDS: &[&str] = &[
@@ -309,5 +309,5 @@ pub fn diff_page(memory: &Memory, request: &Request<'_>) -> Result<Page, Problem
             _ => p.note { "At least one revision is binary: compare the sizes and digests above." },
         }
     };
-    Ok(Page::new(format!("Diff of {}", clip(s(&new, "title"), 80)), body))
+    Ok(Page::new(format!("Diff: {}", clip(s(&new, "title"), 80)), body))
 }

@@ -195,7 +195,7 @@ pub fn detail_page(memory: &Memory, request: &Request<'_>) -> Result<Page, Probl
         }
         (widgets::raw("Raw claim.get result", &claim))
     };
-    Ok(Page::new(format!("Claim {}", clip(statement, 80)), body))
+    Ok(Page::new(format!("Claim: {}", clip(statement, 80)), body))
 }
 
 const CLAIM_FIELDS: &[&str] = &[
@@ -306,7 +306,7 @@ fn timeline(scope: &Scope, claim_id: &str, shown: &str, history: &Value, events:
                 @let revision_id = s(revision, "revision_id");
                 @let kind = kinds.get(revision_id).copied().unwrap_or(
                     if revision.get("revision_number").and_then(Value::as_i64) == Some(1) { "claim.assert" } else { "claim.revise" });
-                li class=@if revision_id == shown { "shown" } @else { "" } {
+                li.shown[revision_id == shown] {
                     div.when { "commit " code { (n(revision, "revision_commit_seq")) } " · " (widgets::when(s(revision, "revision_created_at"))) }
                     div {
                         a href=(links::claim(scope, claim_id, Some(revision_id))) { "r" (n(revision, "revision_number")) }

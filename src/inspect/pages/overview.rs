@@ -194,7 +194,7 @@ pub fn events_table(events: &Value, scope: &Scope) -> Markup {
                             td { (s(event, "event_type")) }
                             td { (event_entity(event, scope)) }
                             td { (untrusted(opt(event, "actor").unwrap_or("—"))) }
-                            td { (widgets::value(event.get("payload").unwrap_or(&Value::Null))) }
+                            td { (event_details(event, scope)) }
                         }
                     }
                 }
@@ -213,5 +213,25 @@ fn event_entity(event: &Value, scope: &Scope) -> Markup {
             html! { a.entity href=(href) { (widgets::id(entity_id)) } }
         }
         entity_type => widgets::entity(scope, entity_type, entity_id, None),
+    }
+}
+
+/// What an event's payload adds: the edge of a relation event, a reason, a previous revision.
+fn event_details(event: &Value, scope: &Scope) -> Markup {
+    let payload = event.get("payload").unwrap_or(&Value::Null);
+    if s(event, "event_type") == "relation.put" {
+        let end = |side: &str| {
+            let (entity_type, entity_id) = (s(payload, &format!("{side}_type")), s(payload, &format!("{side}_id")));
+            html! { (entity_type) " " (widgets::entity(scope, entity_type, entity_id, None)) }
+        };
+        let metadata = payload.get("metadata").filter(|m| m.as_object().is_some_and(|m| !m.is_empty()));
+        return html! {
+            (end("source")) " —" strong { (s(payload, "relation")) } "→ " (end("target"))
+            @if let Some(metadata) = metadata { div { "metadata: " (widgets::value(metadata)) } }
+        };
+    }
+    match payload.as_object() {
+        Some(map) if map.is_empty() => html! { span.muted { "—" } },
+        _ => widgets::value(payload),
     }
 }

@@ -85,8 +85,9 @@ pub fn document(chrome: &Chrome<'_>, title: &str, body: Markup) -> Markup {
                     a.brand href=(links::href("/", chrome.scope, &[])) { "Memoree" span.muted { " inspector" } }
                     nav {
                         @for section in Section::ALL {
-                            a class=@if section == chrome.section { "active" } @else { "" }
-                                href=(links::href(section.path(), chrome.scope, &[])) { (section.label()) }
+                            a.active[section == chrome.section] href=(links::href(section.path(), chrome.scope, &[])) {
+                                (section.label())
+                            }
                         }
                     }
                     (context_chip(chrome.context, chrome.source))
