@@ -95,7 +95,9 @@ fn cache_dir() -> PathBuf {
     let target = std::env::var("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
-    target.join("inspect-bench").join(format!("v{STORE_VERSION}-n{ARTIFACTS}"))
+    target
+        .join("inspect-bench")
+        .join(format!("v{STORE_VERSION}-n{ARTIFACTS}"))
 }
 
 /// Seeds 10k artifacts (a claim citing the first 20 bytes of every tenth) through the
@@ -146,7 +148,10 @@ fn store() -> PathBuf {
         let started = Instant::now();
         seed(&dir.join("data"));
         std::fs::write(dir.join("seeded"), b"ok").unwrap();
-        println!("seeded {ARTIFACTS} artifacts in {:.1}s", started.elapsed().as_secs_f64());
+        println!(
+            "seeded {ARTIFACTS} artifacts in {:.1}s",
+            started.elapsed().as_secs_f64()
+        );
     }
     dir.join("data")
 }
@@ -203,7 +208,12 @@ fn start(data: &Path) -> Setup {
     let socket = home.path().join("m.sock");
     let daemon = Process(
         Command::new(env!("CARGO_BIN_EXE_memoree"))
-            .args(["serve", "--listen", &format!("unix://{}", socket.display()), "--data-dir"])
+            .args([
+                "serve",
+                "--listen",
+                &format!("unix://{}", socket.display()),
+                "--data-dir",
+            ])
             .arg(data)
             .env("MEMOREE_HOME", home.path())
             .env_remove("MEMOREE_ENDPOINT")
@@ -240,7 +250,13 @@ fn start(data: &Path) -> Setup {
     stdout.read_line(&mut line).unwrap();
     let started: Value = serde_json::from_str(&line).unwrap();
     let addr: SocketAddr = started["result"]["listen"].as_str().unwrap().parse().unwrap();
-    let token = started["result"]["url"].as_str().unwrap().rsplit_once("token=").unwrap().1.to_owned();
+    let token = started["result"]["url"]
+        .as_str()
+        .unwrap()
+        .rsplit_once("token=")
+        .unwrap()
+        .1
+        .to_owned();
     Setup {
         _home: home,
         daemon,
@@ -274,9 +290,7 @@ fn four_span_claim(client: &SocketClient) -> String {
         json!({"artifact_id": put["artifact_id"], "if_revision": put["revision_id"],
                "content": {"type": "text", "data": format!("{body}one more line\n")}}),
     );
-    let span = |revision: &Value, start: usize| {
-        json!({"artifact_id": put["artifact_id"], "revision_id": revision, "start_byte": start, "end_byte": start + 15})
-    };
+    let span = |revision: &Value, start: usize| json!({"artifact_id": put["artifact_id"], "revision_id": revision, "start_byte": start, "end_byte": start + 15});
     let claim = write(
         "span-claim",
         "claim.assert",
@@ -297,7 +311,10 @@ struct Browser {
 
 impl Browser {
     fn connect(setup: &Setup) -> Browser {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         let addr = setup.addr;
         let sender = runtime.block_on(async move {
             let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
@@ -350,20 +367,32 @@ fn exchange(session: &mut SocketSession, request: Value) -> Value {
 /// The protocol reads the claim page makes, sent directly.
 fn claim_floor(session: &mut SocketSession, claim_id: &str) {
     let claim = exchange(session, read_request("claim.get", json!({"claim_id": claim_id})));
-    exchange(session, read_request("claim.history", json!({"claim_id": claim_id, "limit": 100})));
     exchange(
         session,
-        read_request("event.list", json!({"entity_type": "claim", "entity_id": claim_id, "limit": 100})),
+        read_request("claim.history", json!({"claim_id": claim_id, "limit": 100})),
+    );
+    exchange(
+        session,
+        read_request(
+            "event.list",
+            json!({"entity_type": "claim", "entity_id": claim_id, "limit": 100}),
+        ),
     );
     let evidence = claim["evidence"].as_array().unwrap();
     exchange(
         session,
-        read_request("artifact.get", json!({"artifact_id": evidence[0]["artifact_id"], "include_content": false})),
+        read_request(
+            "artifact.get",
+            json!({"artifact_id": evidence[0]["artifact_id"], "include_content": false}),
+        ),
     );
     for locator in evidence {
         exchange(
             session,
-            read_request("artifact.get", json!({"artifact_id": locator["artifact_id"], "revision_id": locator["revision_id"]})),
+            read_request(
+                "artifact.get",
+                json!({"artifact_id": locator["artifact_id"], "revision_id": locator["revision_id"]}),
+            ),
         );
     }
 }
@@ -401,7 +430,12 @@ fn ask_page(setup: &Setup) {
     let mut session = SocketClient::new(Endpoint::Unix(setup.socket.clone())).session();
     let mut rng = Rng(0xa5c0_ffee);
     let queries: Vec<String> = (0..QUERIES)
-        .map(|_| (0..4).map(|_| word('t', rng.below(TOPICS))).collect::<Vec<_>>().join(" "))
+        .map(|_| {
+            (0..4)
+                .map(|_| word('t', rng.below(TOPICS)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
         .collect();
     let (mut page, mut floor) = (Vec::new(), Vec::new());
     let mut bytes = 0;
@@ -414,14 +448,22 @@ fn ask_page(setup: &Setup) {
             let started = Instant::now();
             exchange(&mut session, read_request("memory.recall", json!({"query": query})));
             exchange(&mut session, read_request("context.build", json!({"query": query})));
-            exchange(&mut session, read_request("search", json!({"query": query, "limit": 10})));
+            exchange(
+                &mut session,
+                read_request("search", json!({"query": query, "limit": 10})),
+            );
             floor.push(ms(started.elapsed()));
         }
     }
     let (p50, p95) = (percentile(&mut page, 0.5), percentile(&mut page, 0.95));
     let floor50 = percentile(&mut floor, 0.5);
-    println!("\n== ask page at {ARTIFACTS} artifacts ({} requests, up to {bytes} bytes of HTML) ==", page.len());
-    println!("page p50 {p50:.2} ms, p95 {p95:.2} ms; recall + context.build + search sent directly p50 {floor50:.2} ms");
+    println!(
+        "\n== ask page at {ARTIFACTS} artifacts ({} requests, up to {bytes} bytes of HTML) ==",
+        page.len()
+    );
+    println!(
+        "page p50 {p50:.2} ms, p95 {p95:.2} ms; recall + context.build + search sent directly p50 {floor50:.2} ms"
+    );
     target(
         19,
         "inspect: Ask page at 10k artifacts p50",
@@ -447,7 +489,9 @@ fn main() {
     if selected("rss") {
         let (loaded, peak) = memory(setup.inspector.0.id());
         println!("\n== inspector memory (release binary, VmRSS / VmHWM from /proc) ==");
-        println!("idle {idle:.1} MiB; after the page load above {loaded:.1} MiB, peak {peak:.1} MiB; daemon idle {daemon_idle:.1} MiB");
+        println!(
+            "idle {idle:.1} MiB; after the page load above {loaded:.1} MiB, peak {peak:.1} MiB; daemon idle {daemon_idle:.1} MiB"
+        );
         target(
             19,
             "inspect: inspector idle RSS",

@@ -191,7 +191,12 @@ fn every_page_renders_for_a_store_seeded_from_the_golden_corpora() {
     let revised = Html::parse_document(&inspector.page(&format!("/artifacts/{}", inspector.extras.span_artifact)));
     // The four-span claim cites both revisions and its rival the first one; the table says
     // which claim cites which revision.
-    let citing = |row: usize| select(&revised, &format!("table.revisions tbody tr:nth-child({row}) ul.citing li"));
+    let citing = |row: usize| {
+        select(
+            &revised,
+            &format!("table.revisions tbody tr:nth-child({row}) ul.citing li"),
+        )
+    };
     assert_eq!(citing(1).len(), 1, "r2");
     assert_eq!(citing(2).len(), 2, "r1");
 }

@@ -224,7 +224,9 @@ fn event_details(event: &Value, scope: &Scope) -> Markup {
             let (entity_type, entity_id) = (s(payload, &format!("{side}_type")), s(payload, &format!("{side}_id")));
             html! { (entity_type) " " (widgets::entity(scope, entity_type, entity_id, None)) }
         };
-        let metadata = payload.get("metadata").filter(|m| m.as_object().is_some_and(|m| !m.is_empty()));
+        let metadata = payload
+            .get("metadata")
+            .filter(|m| m.as_object().is_some_and(|m| !m.is_empty()));
         return html! {
             (end("source")) " —" strong { (s(payload, "relation")) } "→ " (end("target"))
             @if let Some(metadata) = metadata { div { "metadata: " (widgets::value(metadata)) } }
