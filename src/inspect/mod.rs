@@ -25,7 +25,7 @@ use std::thread::JoinHandle;
 use tokio::sync::oneshot;
 
 pub use memory::Memory;
-pub use server::App;
+use server::App;
 
 use crate::protocol::{ErrorBody, ErrorCode};
 

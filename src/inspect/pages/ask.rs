@@ -104,6 +104,7 @@ fn recall_view(scope: &Scope, recall: &Value) -> Markup {
                         (widgets::rest(evidence, EVIDENCE_FIELDS))
                     }
                 }
+                (ranking_if_any(claim))
                 (widgets::rest(claim, RECALL_CLAIM_FIELDS))
             }
         }
@@ -116,6 +117,7 @@ fn recall_view(scope: &Scope, recall: &Value) -> Markup {
                     " " code.citation { (s(reference, "citation")) } }
                 pre.excerpt { (untrusted(s(reference, "excerpt"))) }
                 @if flag(reference, "excerpt_truncated") { p.muted { "excerpt truncated" } }
+                (ranking_if_any(reference))
                 (widgets::rest(reference, ARTIFACT_REF_FIELDS))
             }
         }
@@ -150,6 +152,7 @@ const RECALL_CLAIM_FIELDS: &[&str] = &[
     "conflict_relation_ids",
     "score",
     "matched_by",
+    "ranking",
 ];
 const EVIDENCE_FIELDS: &[&str] = &[
     "artifact_id",
@@ -173,6 +176,7 @@ const ARTIFACT_REF_FIELDS: &[&str] = &[
     "score",
     "matched_by",
     "risk_signals",
+    "ranking",
 ];
 
 fn search_view(scope: &Scope, search: &Value) -> Markup {
@@ -198,6 +202,15 @@ fn search_view(scope: &Scope, search: &Value) -> Markup {
                     "context", "score", "ranking", "matched_by", "provenance"]))
                 details { summary { "provenance" } (widgets::value(hit.get("provenance").unwrap_or(&Value::Null))) }
             }
+        }
+    }
+}
+
+/// The ranking explanation of a recall item, when the daemon reports one.
+fn ranking_if_any(item: &Value) -> Markup {
+    html! {
+        @if let Some(ranking) = item.get("ranking").filter(|r| r.is_object()) {
+            (ranking_view(ranking))
         }
     }
 }
@@ -275,5 +288,27 @@ fn bundle_view(scope: &Scope, bundle: &Value) -> Markup {
         }
         h3 { "Rendered bundle (as the agent receives it, shown as text)" }
         pre.bundle { (untrusted(s(bundle, "rendered_markdown"))) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_qualification_in_a_ranking_is_shown_whole_and_escaped() {
+        let ranking = json!({
+            "policy_version": "bounded_recency_v1", "lexical_position": 2, "final_position": 1,
+            "qualification": {"policy_version": "q1", "units": ["cache", "<ttl>"], "required": 2,
+                              "matched": [{"unit": "cache", "how": "exact"}]},
+            "future_field": "shown too",
+        });
+        let html = ranking_view(&ranking).into_string();
+        assert!(html.contains("<div class=\"qualification\"><h4>qualification</h4>"), "{html}");
+        assert!(html.contains("&lt;ttl&gt;") && html.contains("exact") && html.contains("future_field"));
+        let recalled = json!({"claim_id": "clm_1", "ranking": ranking});
+        assert!(ranking_if_any(&recalled).into_string().contains("qualification"));
+        assert!(ranking_if_any(&json!({"claim_id": "clm_1"})).into_string().is_empty());
     }
 }
