@@ -305,7 +305,10 @@ mod tests {
             "future_field": "shown too",
         });
         let html = ranking_view(&ranking).into_string();
-        assert!(html.contains("<div class=\"qualification\"><h4>qualification</h4>"), "{html}");
+        assert!(
+            html.contains("<div class=\"qualification\"><h4>qualification</h4>"),
+            "{html}"
+        );
         assert!(html.contains("&lt;ttl&gt;") && html.contains("exact") && html.contains("future_field"));
         let recalled = json!({"claim_id": "clm_1", "ranking": ranking});
         assert!(ranking_if_any(&recalled).into_string().contains("qualification"));

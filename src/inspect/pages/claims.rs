@@ -171,7 +171,10 @@ pub fn detail_page(memory: &Memory, request: &Request<'_>) -> Result<Page, Probl
             " " (widgets::risks(&risk_signals("", statement)))
         }
         dl.meta {
-            dt { "claim" } dd { (widgets::id(claim_id)) " · " a href=(links::relations(scope, "claim", claim_id)) { "relations" } }
+            dt { "claim" } dd {
+                (widgets::id(claim_id)) " · " a href=(links::relations(scope, "claim", claim_id)) { "relations" }
+                @if s(&claim, "status") == "conflicted" { " · " a href=(links::href("/conflicts", scope, &[])) { "open conflict cases" } }
+            }
             dt { "revision" } dd { (widgets::id(s(&claim, "revision_id"))) " · r" (n(&claim, "revision_number"))
                 " · commit " code { (n(&claim, "revision_commit_seq")) } }
             dt { "confidence" } dd { (opt_number(&claim, "confidence")) }

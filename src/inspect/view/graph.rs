@@ -45,7 +45,7 @@ fn layout(count: usize) -> (f64, Point, Vec<Point>) {
     let radius = if count == 0 {
         0.0
     } else {
-        (count as f64 * SPACING / (2.0 * PI)).max(150.0)
+        (count as f64 * SPACING / (2.0 * PI)).max(200.0)
     };
     let size = 2.0 * (radius + MARGIN);
     let center = Point {
@@ -65,8 +65,8 @@ fn layout(count: usize) -> (f64, Point, Vec<Point>) {
 }
 
 /// The path of an edge from `a` to `b`, bent by `bend` units, stopping at the node rims;
-/// returns the path and its midpoint.
-fn edge_path(a: Point, b: Point, bend: f64) -> (String, Point) {
+/// returns the path and the point at `t` (0 at `a`, 1 at `b`) where its label goes.
+fn edge_path(a: Point, b: Point, bend: f64, t: f64) -> (String, Point) {
     let (dx, dy) = (b.x - a.x, b.y - a.y);
     let length = (dx * dx + dy * dy).sqrt().max(1.0);
     let (ux, uy) = (dx / length, dy / length);
@@ -84,9 +84,10 @@ fn edge_path(a: Point, b: Point, bend: f64) -> (String, Point) {
     };
     let start = toward(a, control);
     let end = toward(b, control);
+    let u = 1.0 - t;
     let mid = Point {
-        x: 0.25 * start.x + 0.5 * control.x + 0.25 * end.x,
-        y: 0.25 * start.y + 0.5 * control.y + 0.25 * end.y,
+        x: u * u * start.x + 2.0 * u * t * control.x + t * t * end.x,
+        y: u * u * start.y + 2.0 * u * t * control.y + t * t * end.y,
     };
     let path = format!(
         "M{:.1} {:.1} Q{:.1} {:.1} {:.1} {:.1}",
@@ -137,7 +138,9 @@ pub fn svg(anchor: &Node, neighbors: &[Node], edges: &[Edge]) -> Markup {
             } else {
                 (other, center)
             };
-            let (path, mid) = edge_path(from, to, bend);
+            // Labels sit nearer the neighbour, away from the crowded anchor.
+            let t = if edge.outgoing { 0.72 } else { 0.28 };
+            let (path, mid) = edge_path(from, to, bend, t);
             (path, mid, edge)
         })
         .collect();
@@ -219,7 +222,7 @@ mod tests {
         assert_eq!(html.matches("marker-end=\"url(#arrow)\"").count(), 2);
         // The outgoing edge starts near the anchor (the canvas centre), the incoming one ends there.
         let (size, center, points) = layout(1);
-        let (outgoing, _) = edge_path(center, points[0], 0.0);
+        let (outgoing, _) = edge_path(center, points[0], 0.0, 0.72);
         assert!(outgoing.starts_with(&format!("M{:.1}", size / 2.0)), "{outgoing}");
         assert!(html.contains(&outgoing));
     }
