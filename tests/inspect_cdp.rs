@@ -218,13 +218,15 @@ impl Tab<'_> {
         }
     }
 
-    /// Navigates and waits until the document at `url` has loaded completely.
+    /// Navigates and waits until the new document (not the one being left) has loaded
+    /// completely.
     pub fn open(&mut self, url: &str) {
+        self.eval("window.__leaving = true");
         let navigated = self.call("Page.navigate", json!({"url": url}));
         if let Some(error) = navigated.get("errorText") {
             panic!("navigating to {url} failed: {error}");
         }
-        self.wait_until("document.readyState === 'complete'");
+        self.wait_until("window.__leaving !== true && document.readyState === 'complete'");
     }
 
     /// Console errors, uncaught exceptions and error-level log entries (failed loads, CSP
