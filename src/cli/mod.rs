@@ -11,6 +11,7 @@ mod daemon_cmd;
 mod demo;
 pub mod evidence;
 pub mod exit;
+mod inspect;
 pub mod output;
 mod request;
 mod serve;
@@ -82,6 +83,7 @@ pub enum Command {
     /// Run the daemon in the foreground until SIGINT or SIGTERM.
     #[command(after_help = "Example:\n  memoree serve --listen tcp://127.0.0.1:17878")]
     Serve(serve::ServeArgs),
+    Inspect(inspect::InspectArgs),
     /// Show, stop or restart the local daemon.
     #[command(after_help = "Example:\n  memoree daemon status")]
     Daemon {
@@ -164,6 +166,7 @@ pub(crate) fn dispatch(cli: Cli) -> Outcome {
         Command::Demo => demo::run().into(),
         Command::Serve(args) => Outcome::Exit(serve::run(&args, global.pretty)),
         Command::Daemon { command } => Outcome::Exit(daemon_cmd::run(global, command)),
+        Command::Inspect(args) => Outcome::Exit(inspect::run(&args, global)),
     }
 }
 

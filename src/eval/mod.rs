@@ -9,7 +9,7 @@
 
 mod checks;
 pub mod corpus;
-mod seed;
+pub mod seed;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -4,6 +4,7 @@
 
 pub mod admin;
 pub mod artifact;
+pub mod browse;
 pub mod claim;
 mod envelope;
 mod error_code;

@@ -59,11 +59,19 @@ pub enum Operation {
     /// the reference's 23 operations (see `spec/v1/DIVERGENCES.md`).
     #[serde(rename = "reindex")]
     Reindex,
+    /// Lists current artifacts visible at a horizon. A read-only browsing extension, like
+    /// `claim.list` and `event.list` (see `spec/v1/DIVERGENCES.md`).
+    #[serde(rename = "artifact.list")]
+    ArtifactList,
+    #[serde(rename = "claim.list")]
+    ClaimList,
+    #[serde(rename = "event.list")]
+    EventList,
 }
 
 impl Operation {
     /// Every operation in the canonical order capabilities reports them.
-    pub const ALL: [Operation; 24] = [
+    pub const ALL: [Operation; 27] = [
         Operation::ContextResolve,
         Operation::Capabilities,
         Operation::Instructions,
@@ -88,6 +96,9 @@ impl Operation {
         Operation::Verify,
         Operation::BackupCreate,
         Operation::Reindex,
+        Operation::ArtifactList,
+        Operation::ClaimList,
+        Operation::EventList,
     ];
 
     /// The dotted wire name, for example `artifact.put`.
@@ -117,6 +128,9 @@ impl Operation {
             Operation::Verify => "verify",
             Operation::BackupCreate => "backup.create",
             Operation::Reindex => "reindex",
+            Operation::ArtifactList => "artifact.list",
+            Operation::ClaimList => "claim.list",
+            Operation::EventList => "event.list",
         }
     }
 
@@ -127,7 +141,10 @@ impl Operation {
 
     /// Whether this is one of the 23 operations of protocol v1 (not an extension).
     pub fn is_protocol_v1(self) -> bool {
-        !matches!(self, Operation::Reindex)
+        !matches!(
+            self,
+            Operation::Reindex | Operation::ArtifactList | Operation::ClaimList | Operation::EventList
+        )
     }
 
     /// Logical memory mutations: they need an idempotency key and ambient context, and
@@ -161,6 +178,9 @@ impl Operation {
                     | Operation::Search
                     | Operation::MemoryRecall
                     | Operation::ContextBuild
+                    | Operation::ArtifactList
+                    | Operation::ClaimList
+                    | Operation::EventList
             )
     }
 
@@ -173,6 +193,9 @@ impl Operation {
                 | Operation::Search
                 | Operation::MemoryRecall
                 | Operation::ContextBuild
+                | Operation::ArtifactList
+                | Operation::ClaimList
+                | Operation::EventList
         )
     }
 }

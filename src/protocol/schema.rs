@@ -93,6 +93,9 @@ fn sources(op: Operation) -> OperationSources {
         Operation::Verify => op_sources!("verify"),
         Operation::BackupCreate => op_sources!("backup.create"),
         Operation::Reindex => op_sources!("reindex"),
+        Operation::ArtifactList => op_sources!("artifact.list"),
+        Operation::ClaimList => op_sources!("claim.list"),
+        Operation::EventList => op_sources!("event.list"),
     }
 }
 

@@ -10,6 +10,7 @@
 
 pub mod artifact;
 pub mod backup;
+pub mod browse;
 pub mod claim;
 pub mod conflict;
 mod error;

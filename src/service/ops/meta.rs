@@ -91,6 +91,9 @@ pub(crate) fn document() -> CapabilitiesDocument {
             "connection_busy_envelope",
             "multi_request_connections",
             "recency_policy",
+            "artifact.list",
+            "claim.list",
+            "event.list",
         ],
         recency_policy: recency_policy(),
     }

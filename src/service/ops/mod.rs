@@ -2,6 +2,7 @@
 
 mod admin;
 mod artifact;
+mod browse;
 mod claim;
 mod context_build;
 mod meta;
@@ -14,6 +15,7 @@ use serde_json::Value;
 
 use super::{Call, Output, Service, ServiceError, decode_input};
 use crate::protocol::Operation;
+use crate::protocol::browse::{ArtifactListInput, ClaimListInput, EventListInput};
 use crate::protocol::relation::{ConflictListInput, RelationListInput};
 use crate::protocol::retrieval::{ContextBuildInput, RecallInput, SearchInput};
 
@@ -30,6 +32,9 @@ pub(crate) fn precheck_input(op: Operation, input: &Value) -> Result<(), Service
         Operation::Search => decode_input::<SearchInput>(op, input).map(drop),
         Operation::MemoryRecall => decode_input::<RecallInput>(op, input).map(drop),
         Operation::ContextBuild => decode_input::<ContextBuildInput>(op, input).map(drop),
+        Operation::ArtifactList => decode_input::<ArtifactListInput>(op, input).map(drop),
+        Operation::ClaimList => decode_input::<ClaimListInput>(op, input).map(drop),
+        Operation::EventList => decode_input::<EventListInput>(op, input).map(drop),
         _ => Ok(()),
     }
 }
@@ -79,5 +84,8 @@ pub(crate) fn dispatch(service: &Service, call: &Call<'_>) -> Result<Output, Ser
         Operation::Search => search::search(service, call),
         Operation::MemoryRecall => recall::recall(service, call),
         Operation::ContextBuild => context_build::build(service, call),
+        Operation::ArtifactList => browse::artifact_list(service, call),
+        Operation::ClaimList => browse::claim_list(service, call),
+        Operation::EventList => browse::event_list(service, call),
     }
 }

@@ -217,6 +217,19 @@ impl Sweep {
                 "query": "sweep hostile", "horizon": "ambient", "reason": "sweep", "limit": 5, "include_historical": false,
                 "min_commit_seq": 0, "recency": {"enabled": true}, "max_bytes": 4096,
             }),
+            Operation::ArtifactList => json!({
+                "horizon": "ambient", "reason": "sweep", "kind": "note", "status": "active", "limit": 10,
+                "before_commit_seq": 100,
+            }),
+            Operation::ClaimList => json!({
+                "horizon": "ambient", "reason": "sweep", "claim_type": "fact", "status": "active",
+                "temporal_state": "current", "cites_artifact_id": s.artifact_id, "cites_revision_id": s.artifact_revision,
+                "revisions": "all", "limit": 10, "before_commit_seq": 100,
+            }),
+            Operation::EventList => json!({
+                "horizon": "ambient", "reason": "sweep", "entity_type": "claim", "entity_id": s.claim_id, "limit": 10,
+                "before_commit_seq": 100,
+            }),
             Operation::BackupCreate => {
                 let n = self.next_id + 1;
                 json!({"destination": self.root.join("backups").join(format!("base-{n}")).to_str().unwrap()})
