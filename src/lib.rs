@@ -13,6 +13,7 @@ pub mod fault;
 pub mod frame;
 pub mod fsutil;
 pub mod instructions;
+pub mod mcp;
 pub mod paths;
 pub mod progress;
 pub mod protocol;

@@ -11,6 +11,7 @@ mod daemon_cmd;
 mod demo;
 pub mod evidence;
 pub mod exit;
+mod mcp;
 pub mod output;
 mod request;
 mod serve;
@@ -88,6 +89,7 @@ pub enum Command {
         #[command(subcommand)]
         command: daemon_cmd::DaemonCommand,
     },
+    Mcp(mcp::McpArgs),
 }
 
 /// What a command produced: one envelope to print, or (for `session exec`) only an exit
@@ -164,6 +166,7 @@ pub(crate) fn dispatch(cli: Cli) -> Outcome {
         Command::Demo => demo::run().into(),
         Command::Serve(args) => Outcome::Exit(serve::run(&args, global.pretty)),
         Command::Daemon { command } => Outcome::Exit(daemon_cmd::run(global, command)),
+        Command::Mcp(args) => Outcome::Exit(mcp::run(&args, global)),
     }
 }
 
