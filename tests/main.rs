@@ -7,6 +7,8 @@ mod context;
 mod crash;
 mod daemon;
 mod faults;
+mod mcp_errors;
+mod mcp_protocol;
 mod mcp_session;
 mod mcp_support;
 mod remember;
