@@ -9,6 +9,7 @@ mod daemon;
 mod faults;
 mod mcp_errors;
 mod mcp_protocol;
+mod mcp_python;
 mod mcp_session;
 mod mcp_support;
 mod remember;
