@@ -151,3 +151,47 @@ fn stdout_carries_only_json_rpc_messages_even_while_logging_warnings() {
     assert!(stderr.contains("WARN"), "no warning was logged: {stderr}");
     assert!(stderr.contains("TRACE") || stderr.contains("DEBUG"), "{stderr}");
 }
+
+#[test]
+fn mcp_help_shows_the_host_setup_on_stdout() {
+    let home = TempHome::new();
+    let (code, stdout) = {
+        let output = command(&home, &home.project, &["--help"], &[]).output().unwrap();
+        (output.status.code(), String::from_utf8(output.stdout).unwrap())
+    };
+    assert_eq!(code, Some(0));
+    for line in [
+        "claude mcp add memoree -- memoree mcp",
+        r#"{"mcpServers": {"memoree": {"command": "memoree", "args": ["mcp"]}}}"#,
+        r#"{"servers": {"memoree": {"type": "stdio", "command": "memoree", "args": ["mcp"]}}}"#,
+        "[mcp_servers.memoree]",
+        "--retry-window <SECONDS>",
+    ] {
+        assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
+    }
+}
+
+#[test]
+fn unreadable_citations_are_json_rpc_errors_carrying_the_v1_envelope() {
+    let home = TempHome::new();
+    let mut server = RawServer::spawn(command(&home, &home.project, &[], &[]));
+    server.initialize("2025-06-18");
+    let put = server.request(1, "tools/call", call_params("artifact_put", json!({"kind": "note", "title": "t", "content": {"type": "text", "data": "twelve bytes"}})));
+    let result = &put["result"]["structuredContent"];
+    let (art, rev) = (result["artifact_id"].as_str().unwrap(), result["revision_id"].as_str().unwrap());
+
+    let whole = server.request(2, "resources/read", json!({"uri": format!("memoree://artifact/{art}")}));
+    assert_eq!(whole["result"]["contents"][0]["text"], "twelve bytes", "{whole}");
+    let span = server.request(3, "resources/read", json!({"uri": format!("memoree://artifact/{art}@{rev}#7-12")}));
+    assert_eq!(span["result"]["contents"][0]["text"], "bytes", "{span}");
+    assert!(span["result"]["contents"][0]["mimeType"].as_str().unwrap().starts_with("text/plain"), "{span}");
+
+    let missing = server.request(4, "resources/read", json!({"uri": "memoree://artifact/art_missing"}));
+    assert_eq!(missing["error"]["code"], -32002, "{missing}");
+    assert_eq!(missing["error"]["data"]["error"]["code"], "NOT_FOUND", "{missing}");
+    let past = server.request(5, "resources/read", json!({"uri": format!("memoree://artifact/{art}@{rev}#7-99")}));
+    assert_eq!(past["error"]["code"], -32602, "{past}");
+    assert_eq!(past["error"]["data"]["error"]["code"], "INVALID_REQUEST", "{past}");
+    let malformed = server.request(6, "resources/read", json!({"uri": format!("memoree://artifact/{art}@{rev}#9-3")}));
+    assert_eq!(malformed["error"]["code"], -32602, "{malformed}");
+}

@@ -11,8 +11,10 @@ use clap::Args;
 use super::GlobalArgs;
 use crate::mcp;
 
-/// Copy-paste host setup, shown by `memoree mcp --help` and repeated in the README.
-pub const SETUP: &str = r#"Setup (run `memoree init` in each project first; the server starts the daemon itself):
+/// Copy-paste host setup, shown by `memoree mcp --help`; the README repeats it line for line.
+macro_rules! hosts {
+    () => {
+        r#"Setup (run `memoree init` in each project first; the server starts the daemon itself):
 
   Claude Code:
     claude mcp add memoree -- memoree mcp
@@ -26,10 +28,20 @@ pub const SETUP: &str = r#"Setup (run `memoree init` in each project first; the 
   Codex (~/.codex/config.toml):
     [mcp_servers.memoree]
     command = "memoree"
-    args = ["mcp"]
+    args = ["mcp"]"#
+    };
+}
 
-The project comes from MEMOREE_CONTEXT, the host's roots, or the .memoree.toml nearest the
-server's working directory. Stdout carries only MCP messages; logs go to stderr (RUST_LOG)."#;
+/// The host setup block.
+#[cfg(test)]
+const HOSTS: &str = hosts!();
+
+/// Everything `memoree mcp --help` prints after the flags.
+pub const SETUP: &str = concat!(
+    hosts!(),
+    "\n\nThe project comes from MEMOREE_CONTEXT, the host's roots, or the .memoree.toml nearest the\n\
+     server's working directory. Stdout carries only MCP messages; logs go to stderr (RUST_LOG)."
+);
 
 /// Serve the Model Context Protocol on stdio, forwarding every tool call to the daemon.
 #[derive(Debug, Clone, Args)]
@@ -46,4 +58,17 @@ pub(crate) fn run(args: &McpArgs, global: &GlobalArgs) -> ExitCode {
         no_autostart: global.no_autostart,
         retry_window: Duration::from_secs(args.retry_window),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_readme_shows_the_same_host_setup_as_mcp_help() {
+        let readme = include_str!("../../README.md");
+        for line in HOSTS.lines().filter(|line| !line.trim().is_empty()) {
+            assert!(readme.contains(line), "README lacks {line:?}");
+        }
+    }
 }

@@ -50,7 +50,8 @@ pub fn resolve_from(
     if let Some(context) = read_session_context(env)? {
         return Ok(Some((context, ContextSource::Session)));
     }
-    for root in roots {
+    // A root that is not a local directory (gone, or on another machine) names no project.
+    for root in roots.iter().filter(|root| root.is_dir()) {
         if let Some(path) = find_marker(root)? {
             return Ok(Some((read_marker(&path)?.context, ContextSource::Marker)));
         }

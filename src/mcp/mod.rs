@@ -67,6 +67,8 @@ pub fn run(options: Options) -> ExitCode {
 async fn serve(options: Options) -> ExitCode {
     let daemon = daemon::Daemon::select(options.endpoint.as_deref(), options.no_autostart);
     let handler = server::Server::new(daemon, options.retry_window);
+    // What parsing the command line left on the heap goes back to the system.
+    crate::daemon::memory::release();
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let transport = transport::LineTransport::new(stdin, stdout);
     match handler.serve(transport).await {

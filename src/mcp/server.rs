@@ -10,12 +10,13 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ErrorCode as McpErrorCode, Implementation, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, ServerCapabilities, ServerConfig, Tool,
+    ReadResourceResult, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -37,7 +38,8 @@ const ROOTS_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct Server {
     daemon: Arc<Daemon>,
     keys: Arc<AutoKeys>,
-    tools: Vec<Tool>,
+    /// Counts finished requests, so a deferred trim runs only when nothing followed.
+    activity: Arc<AtomicU64>,
     instructions: String,
     /// The host's roots as local directories, once asked for (`None` until then, and again
     /// after the host says they changed).
@@ -49,7 +51,7 @@ impl Server {
         Server {
             daemon: Arc::new(daemon),
             keys: Arc::new(AutoKeys::new(retry_window)),
-            tools: tools::definitions(retry_window.as_secs()),
+            activity: Arc::new(AtomicU64::new(0)),
             instructions: super::instructions::text(retry_window),
             roots: Mutex::new(None),
         }
@@ -101,12 +103,22 @@ impl Server {
             joined = task => joined.map_err(|e| McpError::internal_error(format!("the call failed: {e}"), None)),
             () = request.ct.cancelled() => Err(McpError::new(McpErrorCode::INTERNAL_ERROR, "cancelled by the client", None)),
         };
-        let daemon = self.daemon.clone();
+        self.settle_later();
+        outcome
+    }
+
+    /// Once nothing has happened for [`LINGER`]: closes idle daemon sessions and returns
+    /// free heap to the system, so an idle server stays small.
+    fn settle_later(&self) {
+        let seen = self.activity.fetch_add(1, Ordering::Relaxed) + 1;
+        let (daemon, activity) = (self.daemon.clone(), self.activity.clone());
         tokio::spawn(async move {
             tokio::time::sleep(LINGER).await;
             daemon.close_idle();
+            if activity.load(Ordering::Relaxed) == seen {
+                let _ = tokio::task::spawn_blocking(crate::daemon::memory::release).await;
+            }
         });
-        outcome
     }
 }
 
@@ -154,7 +166,9 @@ impl ServerHandler for Server {
                 None,
             ));
         }
-        Ok(ListToolsResult::with_all_items(self.tools.clone()))
+        let listed = ListToolsResult::with_all_items(tools::definitions(self.keys.window().as_secs()));
+        self.settle_later();
+        Ok(listed)
     }
 
     async fn call_tool(

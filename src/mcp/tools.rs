@@ -9,7 +9,7 @@
 //! **Invariant:** every tool name maps to exactly one operation and back; the schemas are
 //! derived at run time from the embedded spec files, never written here.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Map, Value};
@@ -207,8 +207,9 @@ pub fn idempotency_guidance(window_secs: u64) -> String {
     )
 }
 
-/// The rmcp tool definitions, built once per retry window (the window appears in the
-/// descriptions of mutation tools).
+/// The rmcp tool definitions (the retry window appears in the descriptions of mutation
+/// tools). Built per `tools/list` rather than kept: hosts list tools once per session, and the
+/// schemas are most of an idle server's heap.
 pub fn definitions(window_secs: u64) -> Vec<Tool> {
     TOOLS.iter().map(|spec| definition(spec, window_secs)).collect()
 }
@@ -247,23 +248,28 @@ pub fn annotations(spec: &ToolSpec) -> ToolAnnotations {
 /// The tool input schema for `op`: the operation's input schema, inlined, plus
 /// `idempotency_key` for mutations.
 pub fn input_schema(op: Operation) -> JsonObject {
-    let mut schema = inlined(&schema::bundle()["operation_inputs"][op.wire_name()]);
+    let mut schema = inlined(&parse(schema::input_schema_text(op)));
     if op.is_mutating()
         && let Some(Value::Object(properties)) = schema.get_mut("properties")
     {
-        properties.insert(IDEMPOTENCY_KEY.to_owned(), IDEMPOTENCY_KEY_SCHEMA.clone());
+        properties.insert(IDEMPOTENCY_KEY.to_owned(), idempotency_key_schema());
     }
     schema
 }
 
 /// The tool output schema for `op`: the operation's result schema, inlined.
 pub fn output_schema(op: Operation) -> JsonObject {
-    inlined(&schema::bundle()["result_types"][op.wire_name()])
+    inlined(&parse(schema::result_schema_text(op)))
+}
+
+/// The embedded spec files are valid JSON (the protocol's own tests parse every one).
+fn parse(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or(Value::Null)
 }
 
 /// `request.json`'s `idempotency_key`, described for a tool argument that may be omitted.
-static IDEMPOTENCY_KEY_SCHEMA: LazyLock<Value> = LazyLock::new(|| {
-    let mut field = schema::bundle()["request"]["properties"][IDEMPOTENCY_KEY].clone();
+fn idempotency_key_schema() -> Value {
+    let mut field = parse(schema::request_schema_text())["properties"][IDEMPOTENCY_KEY].take();
     if let Value::Object(object) = &mut field {
         object.insert(
             "description".to_owned(),
@@ -273,7 +279,7 @@ static IDEMPOTENCY_KEY_SCHEMA: LazyLock<Value> = LazyLock::new(|| {
         );
     }
     field
-});
+}
 
 /// `schema` with every local `#/$defs/NAME` reference replaced by the definition (sibling
 /// keywords such as `description` and `default` win), and `$defs` removed.
