@@ -19,7 +19,10 @@ async fn no_ambient_context_is_a_tool_error_that_says_to_run_memoree_init_and_ho
     let lost = connect_with(&home, &home.outside, &[], &[], TestClient::default()).await;
     let envelope = failed(&lost, "recall", json!({"query": "anything"})).await;
     assert_eq!(code(&envelope), "NO_AMBIENT_CONTEXT");
-    assert!(envelope["error"]["hint"].as_str().unwrap().contains("memoree init"), "{envelope}");
+    assert!(
+        envelope["error"]["hint"].as_str().unwrap().contains("memoree init"),
+        "{envelope}"
+    );
     assert_eq!(envelope["error"]["details"]["cwd"], home.outside.display().to_string());
     let result = call(&lost, "artifact_put", put_args("t", "x")).await;
     assert!(summary(&result).contains("NO_AMBIENT_CONTEXT"), "{}", summary(&result));
@@ -60,14 +63,26 @@ async fn request_and_state_errors_carry_their_v1_codes_hints_and_details() {
     keyed["content"]["data"] = json!("two");
 
     let cases = [
-        ("artifact_put", json!({"kind": "note", "title": "t", "content": {"type": "xml", "data": "x"}}), "INVALID_REQUEST"),
+        (
+            "artifact_put",
+            json!({"kind": "note", "title": "t", "content": {"type": "xml", "data": "x"}}),
+            "INVALID_REQUEST",
+        ),
         ("recall", json!({"query": "x", "surprise": 1}), "INVALID_REQUEST"),
-        ("recall", json!({"query": "x", "horizon": "workspace"}), "INVALID_REQUEST"),
-        ("artifact_put", {
-            let mut bad_key = put_args("t", "x");
-            bad_key["idempotency_key"] = json!(7);
-            bad_key
-        }, "INVALID_REQUEST"),
+        (
+            "recall",
+            json!({"query": "x", "horizon": "workspace"}),
+            "INVALID_REQUEST",
+        ),
+        (
+            "artifact_put",
+            {
+                let mut bad_key = put_args("t", "x");
+                bad_key["idempotency_key"] = json!(7);
+                bad_key
+            },
+            "INVALID_REQUEST",
+        ),
         ("artifact_get", json!({"artifact_id": "art_missing"}), "NOT_FOUND"),
         (
             "artifact_revise",
@@ -75,7 +90,11 @@ async fn request_and_state_errors_carry_their_v1_codes_hints_and_details() {
             "REVISION_CONFLICT",
         ),
         ("artifact_put", keyed, "IDEMPOTENCY_CONFLICT"),
-        ("recall", json!({"query": "base", "min_commit_seq": 1_000_000}), "INDEX_NOT_READY"),
+        (
+            "recall",
+            json!({"query": "base", "min_commit_seq": 1_000_000}),
+            "INDEX_NOT_READY",
+        ),
     ];
     for (tool, arguments, expected) in cases {
         let envelope = failed(&mcp, tool, arguments.clone()).await;
@@ -88,7 +107,10 @@ async fn request_and_state_errors_carry_their_v1_codes_hints_and_details() {
         json!({"artifact_id": art, "if_revision": rev, "content": {"type": "text", "data": "v3"}}),
     )
     .await;
-    assert_eq!(conflict["error"]["details"]["current_revision"], revised["revision_id"], "{conflict}");
+    assert_eq!(
+        conflict["error"]["details"]["current_revision"], revised["revision_id"],
+        "{conflict}"
+    );
     let not_ready = failed(&mcp, "recall", json!({"query": "base", "min_commit_seq": 1_000_000})).await;
     assert_eq!(not_ready["error"]["retryable"], true);
     mcp.cancel().await.unwrap();
@@ -111,13 +133,30 @@ async fn scope_config_size_integrity_transport_and_storage_failures_are_tool_err
     )
     .unwrap();
     let foreign = connect_with(&home, &other, &[], &[], TestClient::default()).await;
-    ok(&foreign, "artifact_get", json!({"artifact_id": art, "include_content": false})).await;
-    let refused = failed(&foreign, "artifact_forget", json!({"artifact_id": art, "reason": "not mine"})).await;
+    ok(
+        &foreign,
+        "artifact_get",
+        json!({"artifact_id": art, "include_content": false}),
+    )
+    .await;
+    let refused = failed(
+        &foreign,
+        "artifact_forget",
+        json!({"artifact_id": art, "reason": "not mine"}),
+    )
+    .await;
     assert_eq!(code(&refused), "SCOPE_VIOLATION");
     foreign.cancel().await.unwrap();
 
     // CONFIG_ERROR: a broken MEMOREE_CONTEXT.
-    let broken = connect_with(&home, &home.project, &[], &[("MEMOREE_CONTEXT", "{not json")], TestClient::default()).await;
+    let broken = connect_with(
+        &home,
+        &home.project,
+        &[],
+        &[("MEMOREE_CONTEXT", "{not json")],
+        TestClient::default(),
+    )
+    .await;
     let envelope = failed(&broken, "search", json!({"query": "x"})).await;
     assert_eq!(code(&envelope), "CONFIG_ERROR");
     broken.cancel().await.unwrap();
@@ -129,7 +168,12 @@ async fn scope_config_size_integrity_transport_and_storage_failures_are_tool_err
 
     // INTEGRITY_ERROR: the CAS object behind the big artifact is corrupted.
     let hash = stored["blob_hash"].as_str().unwrap();
-    let object = home.home.join("data/blobs").join(&hash[0..2]).join(&hash[2..4]).join(hash);
+    let object = home
+        .home
+        .join("data/blobs")
+        .join(&hash[0..2])
+        .join(&hash[2..4])
+        .join(hash);
     let mut bytes = std::fs::read(&object).unwrap();
     let last = bytes.len() - 1;
     bytes[last] ^= 0xff;
@@ -143,7 +187,14 @@ async fn scope_config_size_integrity_transport_and_storage_failures_are_tool_err
     let flag = full.root.join("disk-full");
     std::fs::write(&flag, b"").unwrap();
     let flag_env = flag.display().to_string();
-    let mcp = connect_with(&full, &full.project, &[], &[("MEMOREE_FAULT_DISK_FULL_FLAG", flag_env.as_str())], TestClient::default()).await;
+    let mcp = connect_with(
+        &full,
+        &full.project,
+        &[],
+        &[("MEMOREE_FAULT_DISK_FULL_FLAG", flag_env.as_str())],
+        TestClient::default(),
+    )
+    .await;
     let envelope = failed(&mcp, "artifact_put", put_args("t", &"z".repeat(20 * 1024))).await;
     assert_eq!(code(&envelope), "INTERNAL_ERROR");
     assert_eq!(envelope["error"]["retryable"], true);

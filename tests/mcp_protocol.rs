@@ -81,7 +81,10 @@ fn malformed_json_rpc_gets_json_rpc_errors_and_the_session_goes_on() {
     assert_eq!(bad_uri["error"]["code"], -32602, "{bad_uri}");
 
     // An over-long line is dropped with an error instead of being buffered whole.
-    let huge = format!(r#"{{"jsonrpc":"2.0","id":45,"method":"ping","params":{{"pad":"{}"}}}}"#, "p".repeat(26 << 20));
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":45,"method":"ping","params":{{"pad":"{}"}}}}"#,
+        "p".repeat(26 << 20)
+    );
     server.send_raw(&huge);
     let still = server.request(46, "tools/list", json!({}));
     assert_eq!(still["result"]["tools"].as_array().unwrap().len(), 18);
@@ -131,8 +134,19 @@ fn stdout_carries_only_json_rpc_messages_even_while_logging_warnings() {
     server.initialize("2025-11-25");
     server.request(1, "tools/list", json!({}));
     // Starts the daemon (logged), then an error result, a JSON-RPC error (a warning), bad input.
-    server.request(2, "tools/call", call_params("artifact_put", json!({"kind": "note", "title": "t", "content": {"type": "text", "data": "x"}})));
-    server.request(3, "tools/call", call_params("artifact_get", json!({"artifact_id": "art_missing"})));
+    server.request(
+        2,
+        "tools/call",
+        call_params(
+            "artifact_put",
+            json!({"kind": "note", "title": "t", "content": {"type": "text", "data": "x"}}),
+        ),
+    );
+    server.request(
+        3,
+        "tools/call",
+        call_params("artifact_get", json!({"artifact_id": "art_missing"})),
+    );
     server.request(4, "tools/call", call_params("no_such_tool", json!({})));
     server.send_raw("{{{ not json");
     server.request(5, "resources/read", json!({"uri": "memoree://artifact/art_missing"}));
@@ -141,7 +155,8 @@ fn stdout_carries_only_json_rpc_messages_even_while_logging_warnings() {
 
     assert!(lines.len() >= 7, "{lines:?}");
     for line in &lines {
-        let message: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON on stdout ({e}): {line:?}"));
+        let message: Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON on stdout ({e}): {line:?}"));
         assert_eq!(message["jsonrpc"], "2.0", "{line}");
         assert!(
             message.get("result").is_some() || message.get("error").is_some() || message.get("method").is_some(),
@@ -176,22 +191,50 @@ fn unreadable_citations_are_json_rpc_errors_carrying_the_v1_envelope() {
     let home = TempHome::new();
     let mut server = RawServer::spawn(command(&home, &home.project, &[], &[]));
     server.initialize("2025-06-18");
-    let put = server.request(1, "tools/call", call_params("artifact_put", json!({"kind": "note", "title": "t", "content": {"type": "text", "data": "twelve bytes"}})));
+    let put = server.request(
+        1,
+        "tools/call",
+        call_params(
+            "artifact_put",
+            json!({"kind": "note", "title": "t", "content": {"type": "text", "data": "twelve bytes"}}),
+        ),
+    );
     let result = &put["result"]["structuredContent"];
-    let (art, rev) = (result["artifact_id"].as_str().unwrap(), result["revision_id"].as_str().unwrap());
+    let (art, rev) = (
+        result["artifact_id"].as_str().unwrap(),
+        result["revision_id"].as_str().unwrap(),
+    );
 
     let whole = server.request(2, "resources/read", json!({"uri": format!("memoree://artifact/{art}")}));
     assert_eq!(whole["result"]["contents"][0]["text"], "twelve bytes", "{whole}");
-    let span = server.request(3, "resources/read", json!({"uri": format!("memoree://artifact/{art}@{rev}#7-12")}));
+    let span = server.request(
+        3,
+        "resources/read",
+        json!({"uri": format!("memoree://artifact/{art}@{rev}#7-12")}),
+    );
     assert_eq!(span["result"]["contents"][0]["text"], "bytes", "{span}");
-    assert!(span["result"]["contents"][0]["mimeType"].as_str().unwrap().starts_with("text/plain"), "{span}");
+    assert!(
+        span["result"]["contents"][0]["mimeType"]
+            .as_str()
+            .unwrap()
+            .starts_with("text/plain"),
+        "{span}"
+    );
 
     let missing = server.request(4, "resources/read", json!({"uri": "memoree://artifact/art_missing"}));
     assert_eq!(missing["error"]["code"], -32002, "{missing}");
     assert_eq!(missing["error"]["data"]["error"]["code"], "NOT_FOUND", "{missing}");
-    let past = server.request(5, "resources/read", json!({"uri": format!("memoree://artifact/{art}@{rev}#7-99")}));
+    let past = server.request(
+        5,
+        "resources/read",
+        json!({"uri": format!("memoree://artifact/{art}@{rev}#7-99")}),
+    );
     assert_eq!(past["error"]["code"], -32602, "{past}");
     assert_eq!(past["error"]["data"]["error"]["code"], "INVALID_REQUEST", "{past}");
-    let malformed = server.request(6, "resources/read", json!({"uri": format!("memoree://artifact/{art}@{rev}#9-3")}));
+    let malformed = server.request(
+        6,
+        "resources/read",
+        json!({"uri": format!("memoree://artifact/{art}@{rev}#9-3")}),
+    );
     assert_eq!(malformed["error"]["code"], -32602, "{malformed}");
 }

@@ -48,7 +48,11 @@ fn the_official_python_sdk_runs_the_same_session_against_memoree_mcp() {
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", python.display()));
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "the Python session failed ({}):\n{stdout}\n{stderr}", output.status);
+    assert!(
+        output.status.success(),
+        "the Python session failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
     let summary = stdout.lines().last().unwrap_or_default();
     assert!(summary.contains("checks passed"), "{stdout}\n{stderr}");
     let marker = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/mcp-python.ok");

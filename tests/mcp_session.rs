@@ -53,7 +53,10 @@ fn compile(schema: &Value, what: &str) -> jsonschema::Validator {
 async fn checked(mcp: &Mcp, catalog: &BTreeMap<String, Tool>, tool: &str, arguments: Value) -> Value {
     let spec = &catalog[tool];
     let input = compile(&Value::Object((*spec.input_schema).clone()), tool);
-    assert!(input.is_valid(&arguments), "{tool} arguments do not match its schema: {arguments}");
+    assert!(
+        input.is_valid(&arguments),
+        "{tool} arguments do not match its schema: {arguments}"
+    );
     let result = ok(mcp, tool, arguments).await;
     let output = compile(&Value::Object((**spec.output_schema.as_ref().unwrap()).clone()), tool);
     if let Err(error) = output.validate(&result) {
@@ -69,12 +72,26 @@ async fn the_server_lists_eighteen_tools_with_valid_schemas_and_honest_annotatio
     let info = mcp.peer_info().unwrap();
     assert_eq!(info.server_info.as_ref().unwrap().name, "memoree");
     let instructions = info.instructions.clone().unwrap();
-    assert!(instructions.contains("`recall`") && instructions.contains("untrusted"), "{instructions}");
+    assert!(
+        instructions.contains("`recall`") && instructions.contains("untrusted"),
+        "{instructions}"
+    );
     assert!(info.capabilities.tools.is_some() && info.capabilities.resources.is_some());
 
     let catalog = tools(&mcp).await;
-    assert_eq!(catalog.keys().map(String::as_str).collect::<BTreeSet<_>>(), TOOL_NAMES.into_iter().collect());
-    let mutations = ["artifact_put", "artifact_revise", "artifact_forget", "claim_assert", "claim_revise", "claim_retract", "relation_put"];
+    assert_eq!(
+        catalog.keys().map(String::as_str).collect::<BTreeSet<_>>(),
+        TOOL_NAMES.into_iter().collect()
+    );
+    let mutations = [
+        "artifact_put",
+        "artifact_revise",
+        "artifact_forget",
+        "claim_assert",
+        "claim_revise",
+        "claim_retract",
+        "relation_put",
+    ];
     for (name, tool) in &catalog {
         let input = Value::Object((*tool.input_schema).clone());
         compile(&input, name);
@@ -115,7 +132,10 @@ async fn a_full_session_puts_asserts_recalls_builds_context_revises_and_sees_a_c
     let span = "Deploys happen on Tuesdays";
 
     let artifact = checked(&mcp, &catalog, "artifact_put", put_args("Deploy policy", text)).await;
-    let (art, rev) = (artifact["artifact_id"].as_str().unwrap(), artifact["revision_id"].as_str().unwrap());
+    let (art, rev) = (
+        artifact["artifact_id"].as_str().unwrap(),
+        artifact["revision_id"].as_str().unwrap(),
+    );
     assert_eq!(artifact["created"], true);
 
     let claim = checked(
@@ -131,7 +151,13 @@ async fn a_full_session_puts_asserts_recalls_builds_context_revises_and_sees_a_c
     .await;
     let claim_id = claim["claim_id"].as_str().unwrap();
 
-    let recalled = checked(&mcp, &catalog, "recall", json!({"query": "when do deploys happen tuesdays"})).await;
+    let recalled = checked(
+        &mcp,
+        &catalog,
+        "recall",
+        json!({"query": "when do deploys happen tuesdays"}),
+    )
+    .await;
     assert_eq!(recalled["presence"], "claims", "{recalled}");
     let found = &recalled["claims"][0];
     assert_eq!(found["claim_id"], claim_id, "{recalled}");
@@ -139,7 +165,10 @@ async fn a_full_session_puts_asserts_recalls_builds_context_revises_and_sees_a_c
     assert_eq!(citation, format!("memoree://artifact/{art}@{rev}#0-{}", span.len()));
 
     // The citation is readable as a resource: exactly the cited bytes.
-    let read = mcp.read_resource(ReadResourceRequestParams::new(citation.clone())).await.unwrap();
+    let read = mcp
+        .read_resource(ReadResourceRequestParams::new(citation.clone()))
+        .await
+        .unwrap();
     match &read.contents[..] {
         [ResourceContents::TextResourceContents { text, uri, .. }] => {
             assert_eq!(text, span);
@@ -148,7 +177,10 @@ async fn a_full_session_puts_asserts_recalls_builds_context_revises_and_sees_a_c
         other => panic!("{other:?}"),
     }
     let claim_uri = found["citation"].as_str().unwrap().to_owned();
-    let read = mcp.read_resource(ReadResourceRequestParams::new(claim_uri)).await.unwrap();
+    let read = mcp
+        .read_resource(ReadResourceRequestParams::new(claim_uri))
+        .await
+        .unwrap();
     match &read.contents[..] {
         [ResourceContents::TextResourceContents { text, .. }] => {
             let record: Value = serde_json::from_str(text).unwrap();
@@ -157,7 +189,13 @@ async fn a_full_session_puts_asserts_recalls_builds_context_revises_and_sees_a_c
         other => panic!("{other:?}"),
     }
 
-    let bundle = checked(&mcp, &catalog, "context_build", json!({"query": "deploys tuesdays", "max_bytes": 4096})).await;
+    let bundle = checked(
+        &mcp,
+        &catalog,
+        "context_build",
+        json!({"query": "deploys tuesdays", "max_bytes": 4096}),
+    )
+    .await;
     let markdown = bundle["rendered_markdown"].as_str().unwrap();
     assert!(markdown.contains("Deploys happen on Tuesdays."), "{markdown}");
     assert!(bundle["used_bytes"].as_u64().unwrap() <= 4096);
@@ -219,8 +257,20 @@ async fn a_full_session_puts_asserts_recalls_builds_context_revises_and_sees_a_c
     )
     .await;
     assert_eq!(revised_claim["revision_number"], 2);
-    checked(&mcp, &catalog, "claim_retract", json!({"claim_id": rival["claim_id"], "reason": "superseded by policy"})).await;
-    checked(&mcp, &catalog, "artifact_forget", json!({"artifact_id": art, "reason": "obsolete"})).await;
+    checked(
+        &mcp,
+        &catalog,
+        "claim_retract",
+        json!({"claim_id": rival["claim_id"], "reason": "superseded by policy"}),
+    )
+    .await;
+    checked(
+        &mcp,
+        &catalog,
+        "artifact_forget",
+        json!({"artifact_id": art, "reason": "obsolete"}),
+    )
+    .await;
     mcp.cancel().await.unwrap();
 }
 
@@ -230,7 +280,10 @@ async fn a_host_retry_of_the_same_call_replays_instead_of_writing_twice() {
     let mcp = connect(&home).await;
     let first = call(&mcp, "artifact_put", put_args("retry", "written once")).await;
     let retry = call(&mcp, "artifact_put", put_args("retry", "written once")).await;
-    let (first_result, retry_result) = (first.structured_content.clone().unwrap(), retry.structured_content.clone().unwrap());
+    let (first_result, retry_result) = (
+        first.structured_content.clone().unwrap(),
+        retry.structured_content.clone().unwrap(),
+    );
     assert_eq!(first_result["created"], true);
     assert_eq!(retry_result["created"], false, "{}", summary(&retry));
     assert_eq!(first_result["artifact_id"], retry_result["artifact_id"]);
@@ -280,7 +333,10 @@ async fn deliberate_writes_after_the_window_or_with_other_arguments_create_new_r
     let a = ok(&mcp, "artifact_put", keyed.clone()).await;
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let b = ok(&mcp, "artifact_put", keyed.clone()).await;
-    assert_eq!((a["artifact_id"].clone(), b["created"].clone()), (b["artifact_id"].clone(), json!(false)));
+    assert_eq!(
+        (a["artifact_id"].clone(), b["created"].clone()),
+        (b["artifact_id"].clone(), json!(false))
+    );
     keyed["idempotency_key"] = json!("note-k-2");
     let c = ok(&mcp, "artifact_put", keyed).await;
     assert_ne!(a["artifact_id"], c["artifact_id"]);
@@ -299,11 +355,16 @@ async fn two_mcp_servers_write_through_one_daemon_and_nothing_is_lost() {
             let peer = mcp.peer().clone();
             tasks.push(tokio::spawn(async move {
                 let arguments = put_args(&format!("server {server} note {n}"), &format!("payload {server}-{n}"));
-                let Value::Object(arguments) = arguments else { unreachable!() };
+                let Value::Object(arguments) = arguments else {
+                    unreachable!()
+                };
                 let request = rmcp::model::CallToolRequestParams::new("artifact_put").with_arguments(arguments);
                 let result = peer.call_tool(request).await.unwrap();
                 assert_eq!(result.is_error, Some(false), "{}", summary(&result));
-                result.structured_content.unwrap()["artifact_id"].as_str().unwrap().to_owned()
+                result.structured_content.unwrap()["artifact_id"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
             }));
         }
     }
@@ -314,7 +375,12 @@ async fn two_mcp_servers_write_through_one_daemon_and_nothing_is_lost() {
     assert_eq!(ids.len(), 2 * PER_SERVER);
     for (index, id) in ids.iter().enumerate() {
         let reader = if index % 2 == 0 { &a } else { &b };
-        let record = ok(reader, "artifact_get", json!({"artifact_id": id, "include_content": false})).await;
+        let record = ok(
+            reader,
+            "artifact_get",
+            json!({"artifact_id": id, "include_content": false}),
+        )
+        .await;
         assert_eq!(record["artifact_id"], id.as_str());
     }
     let health = ok(&a, "doctor", json!({})).await;

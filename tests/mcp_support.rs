@@ -54,7 +54,11 @@ pub fn command(home: &TempHome, cwd: &Path, args: &[&str], env: &[(&str, &str)])
     for name in SCRUBBED_ENV {
         command.env_remove(name);
     }
-    command.env("MEMOREE_HOME", &home.home).current_dir(cwd).arg("mcp").args(args);
+    command
+        .env("MEMOREE_HOME", &home.home)
+        .current_dir(cwd)
+        .arg("mcp")
+        .args(args);
     for (name, value) in env {
         command.env(name, value);
     }
@@ -199,7 +203,12 @@ impl RawServer {
     /// Like [`RawServer::reply_to`], `None` when nothing answers in time.
     pub fn try_reply_to(&mut self, id: &Value, limit: Duration) -> Option<Value> {
         let deadline = Instant::now() + limit;
-        if let Some(found) = self.seen.iter().filter_map(|l| serde_json::from_str::<Value>(l).ok()).find(|m| &m["id"] == id) {
+        if let Some(found) = self
+            .seen
+            .iter()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|m| &m["id"] == id)
+        {
             return Some(found);
         }
         loop {

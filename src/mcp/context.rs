@@ -143,7 +143,9 @@ mod tests {
         let config = dir.path().join("config.toml");
         let no_env = |_: &str| None;
         let project = |roots: &[PathBuf], env: &dyn Fn(&str) -> Option<OsString>| {
-            resolve_from(env, roots, &cwd, &config).unwrap().map(|(c, s)| (c.project_id, s))
+            resolve_from(env, roots, &cwd, &config)
+                .unwrap()
+                .map(|(c, s)| (c.project_id, s))
         };
         assert_eq!(
             project(&[], &no_env),
@@ -171,7 +173,12 @@ mod tests {
     fn a_broken_root_marker_is_an_error_not_skipped() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(".memoree.toml"), "not toml [").unwrap();
-        let result = resolve_from(&|_| None, &[dir.path().to_path_buf()], dir.path(), &dir.path().join("c"));
+        let result = resolve_from(
+            &|_| None,
+            &[dir.path().to_path_buf()],
+            dir.path(),
+            &dir.path().join("c"),
+        );
         assert!(matches!(result, Err(AmbientError::Config(_))), "{result:?}");
     }
 }

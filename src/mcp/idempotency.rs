@@ -126,7 +126,12 @@ mod tests {
     fn an_identical_call_inside_the_window_gets_the_same_key_whatever_the_key_order() {
         let keys = AutoKeys::new(Duration::from_secs(60));
         let start = Instant::now();
-        let first = keys.key_for("artifact_put", &json!({"a": 1, "b": [1, {"x": 2, "y": 3}]}), Some(&context("p")), start);
+        let first = keys.key_for(
+            "artifact_put",
+            &json!({"a": 1, "b": [1, {"x": 2, "y": 3}]}),
+            Some(&context("p")),
+            start,
+        );
         let retry = keys.key_for(
             "artifact_put",
             &json!({"b": [1, {"y": 3, "x": 2}], "a": 1}),
@@ -147,7 +152,12 @@ mod tests {
             keys.key_for("artifact_put", &json!({"a": 2}), Some(&context("p")), start),
             keys.key_for("claim_assert", &args, Some(&context("p")), start),
             keys.key_for("artifact_put", &args, Some(&context("q")), start),
-            keys.key_for("artifact_put", &args, Some(&context("p")), start + Duration::from_secs(60)),
+            keys.key_for(
+                "artifact_put",
+                &args,
+                Some(&context("p")),
+                start + Duration::from_secs(60),
+            ),
         ];
         for other in &others {
             assert_ne!(&first, other);

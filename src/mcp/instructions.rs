@@ -107,7 +107,13 @@ mod tests {
         ] {
             assert!(text.contains(phrase), "missing {phrase}");
         }
-        for gone in ["memoree call", "memoree remember", "memoree checkpoint", "envelope;", "backup"] {
+        for gone in [
+            "memoree call",
+            "memoree remember",
+            "memoree checkpoint",
+            "envelope;",
+            "backup",
+        ] {
             assert!(!text.contains(gone), "still mentions {gone}");
         }
     }

@@ -51,7 +51,9 @@ impl Citation {
         }
         match kind {
             "artifact" => {
-                let span = fragment.map(|f| parse_span(f).ok_or_else(|| bad("the fragment must be START-END with START < END"))).transpose()?;
+                let span = fragment
+                    .map(|f| parse_span(f).ok_or_else(|| bad("the fragment must be START-END with START < END")))
+                    .transpose()?;
                 if span.is_some() && revision_id.is_none() {
                     return Err(bad("a byte span needs an exact revision (ID@REV#START-END)"));
                 }
@@ -108,7 +110,10 @@ impl Citation {
                 bytes[start as usize..end as usize].to_vec()
             }
         };
-        let media_type = result["media_type"].as_str().unwrap_or("application/octet-stream").to_owned();
+        let media_type = result["media_type"]
+            .as_str()
+            .unwrap_or("application/octet-stream")
+            .to_owned();
         Ok(match String::from_utf8(bytes) {
             Ok(text) => ResourceContents::text(text, uri).with_mime_type(media_type),
             Err(raw) => ResourceContents::blob(base64::engine::general_purpose::STANDARD.encode(raw.into_bytes()), uri)
@@ -132,7 +137,10 @@ fn content_bytes(content: &Value) -> Result<Vec<u8>, ErrorBody> {
     match content["type"].as_str() {
         Some("text") => Ok(data.as_bytes().to_vec()),
         Some("base64") => base64::engine::general_purpose::STANDARD.decode(data).map_err(|e| {
-            ErrorBody::new(ErrorCode::InternalError, format!("internal error: undecodable content from the daemon: {e}"))
+            ErrorBody::new(
+                ErrorCode::InternalError,
+                format!("internal error: undecodable content from the daemon: {e}"),
+            )
         }),
         _ => Err(ErrorBody::new(
             ErrorCode::InternalError,

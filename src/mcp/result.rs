@@ -43,7 +43,10 @@ fn success(tool: &ToolSpec, response: &Response, result: &Value, idempotency_key
         meta.insert("commit_seq".to_owned(), Value::from(seq));
     }
     if let Some(context) = &response.context {
-        meta.insert("context".to_owned(), serde_json::to_value(context).unwrap_or(Value::Null));
+        meta.insert(
+            "context".to_owned(),
+            serde_json::to_value(context).unwrap_or(Value::Null),
+        );
     }
     meta.insert(
         "warnings".to_owned(),
@@ -89,7 +92,11 @@ fn text<'a>(result: &'a Value, key: &str) -> &'a str {
 }
 
 fn more(result: &Value, key: &str) -> &'static str {
-    if result[key] == true { " (truncated: more exist)" } else { "" }
+    if result[key] == true {
+        " (truncated: more exist)"
+    } else {
+        ""
+    }
 }
 
 /// One line saying what a successful result holds.
@@ -115,11 +122,19 @@ pub fn describe(op: Operation, result: &Value) -> String {
             result["used_bytes"],
             result["max_bytes"],
             result["omitted_count"],
-            if result["retrieval_truncated"] == true { ", retrieval truncated" } else { "" }
+            if result["retrieval_truncated"] == true {
+                ", retrieval truncated"
+            } else {
+                ""
+            }
         ),
         Operation::ArtifactPut | Operation::ArtifactRevise | Operation::ArtifactForget => format!(
             "{} artifact {} revision {} (#{}, status {}, commit_seq {})",
-            if result["created"] == false { "replayed" } else { "wrote" },
+            if result["created"] == false {
+                "replayed"
+            } else {
+                "wrote"
+            },
             text(result, "artifact_id"),
             text(result, "revision_id"),
             result["revision_number"],
@@ -128,7 +143,11 @@ pub fn describe(op: Operation, result: &Value) -> String {
         ),
         Operation::ClaimAssert | Operation::ClaimRevise | Operation::ClaimRetract => format!(
             "{} claim {} revision {} (#{}, status {}, commit_seq {})",
-            if result["created"] == false { "replayed" } else { "wrote" },
+            if result["created"] == false {
+                "replayed"
+            } else {
+                "wrote"
+            },
             text(result, "claim_id"),
             text(result, "revision_id"),
             result["revision_number"],
@@ -137,7 +156,11 @@ pub fn describe(op: Operation, result: &Value) -> String {
         ),
         Operation::RelationPut => format!(
             "{} relation {} ({}:{} {} {}:{}, commit_seq {})",
-            if result["created"] == false { "existing" } else { "wrote" },
+            if result["created"] == false {
+                "existing"
+            } else {
+                "wrote"
+            },
             text(result, "relation_id"),
             text(result, "source_type"),
             text(result, "source_id"),
@@ -164,9 +187,17 @@ pub fn describe(op: Operation, result: &Value) -> String {
             count(result, "evidence"),
         ),
         Operation::ArtifactHistory | Operation::ClaimHistory => {
-            format!("{} revision(s){}", count(result, "revisions"), more(result, "truncated"))
+            format!(
+                "{} revision(s){}",
+                count(result, "revisions"),
+                more(result, "truncated")
+            )
         }
-        Operation::RelationList => format!("{} relation(s){}", count(result, "relations"), more(result, "truncated")),
+        Operation::RelationList => format!(
+            "{} relation(s){}",
+            count(result, "relations"),
+            more(result, "truncated")
+        ),
         Operation::ConflictList => format!(
             "{} conflict case(s) at horizon {}{}",
             count(result, "conflicts"),
@@ -210,7 +241,10 @@ mod tests {
         assert_eq!(out.structured_content, Some(result));
         assert_eq!(out.is_error, Some(false));
         let summary = out.content[0].as_text().unwrap().text.clone();
-        assert!(summary.starts_with("artifact_put: replayed artifact art_1"), "{summary}");
+        assert!(
+            summary.starts_with("artifact_put: replayed artifact art_1"),
+            "{summary}"
+        );
         assert!(summary.contains("idempotency_key k1"), "{summary}");
         let meta = &out.meta.unwrap().0[ENVELOPE_META];
         assert_eq!(meta["commit_seq"], 4);
@@ -231,6 +265,9 @@ mod tests {
         assert_eq!(envelope["error"]["code"], "NOT_FOUND");
         assert_eq!(envelope["error"]["hint"], "check the id");
         let summary = out.content[0].as_text().unwrap().text.clone();
-        assert!(summary.contains("NOT_FOUND: artifact art_x not found Hint: check the id"), "{summary}");
+        assert!(
+            summary.contains("NOT_FOUND: artifact art_x not found Hint: check the id"),
+            "{summary}"
+        );
     }
 }

@@ -67,7 +67,9 @@ impl Server {
         }
         // Roots exist only on sessions that began with `initialize` (SEP-2577 deprecates
         // them, and 2026-07-28 forbids server-to-client requests).
-        let offered = request.protocol_version().is_some_and(|version| version.has_initialize())
+        let offered = request
+            .protocol_version()
+            .is_some_and(|version| version.has_initialize())
             && request.client_capabilities().is_some_and(|caps| caps.roots.is_some());
         let roots = if offered {
             let listed = tokio::time::timeout(ROOTS_TIMEOUT, request.peer.list_roots()).await;
@@ -123,7 +125,10 @@ impl Server {
 }
 
 /// Splits the tool arguments into the operation input and the idempotency key.
-fn split_arguments(spec: &ToolSpec, arguments: Option<Map<String, Value>>) -> Result<(Value, Option<String>), ErrorBody> {
+fn split_arguments(
+    spec: &ToolSpec,
+    arguments: Option<Map<String, Value>>,
+) -> Result<(Value, Option<String>), ErrorBody> {
     let mut input = arguments.unwrap_or_default();
     let key = match input.remove(IDEMPOTENCY_KEY) {
         None | Some(Value::Null) => None,
@@ -131,7 +136,10 @@ fn split_arguments(spec: &ToolSpec, arguments: Option<Map<String, Value>>) -> Re
         Some(Value::String(_)) => {
             return Err(ErrorBody::new(
                 ErrorCode::InvalidRequest,
-                format!("invalid request: {} is read-only and takes no idempotency_key", spec.name),
+                format!(
+                    "invalid request: {} is read-only and takes no idempotency_key",
+                    spec.name
+                ),
             ));
         }
         Some(other) => {
@@ -232,7 +240,9 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        Ok(ListResourceTemplatesResult::with_all_items(super::resources::templates()))
+        Ok(ListResourceTemplatesResult::with_all_items(
+            super::resources::templates(),
+        ))
     }
 
     async fn read_resource(
@@ -243,7 +253,9 @@ impl ServerHandler for Server {
         let uri = request.uri;
         let citation = Citation::parse(&uri).map_err(|bad| McpError::invalid_params(bad.0, None))?;
         let (op, input) = citation.request();
-        let response = self.blocking(&context, move |daemon| daemon.send(&Call::new(op, input))).await?;
+        let response = self
+            .blocking(&context, move |daemon| daemon.send(&Call::new(op, input)))
+            .await?;
         let outcome = match (&response.error, &response.result) {
             (None, Some(result)) => citation.contents(&uri, result),
             (Some(error), _) => Err(error.clone()),
@@ -258,7 +270,11 @@ impl ServerHandler for Server {
                     ErrorCode::InvalidRequest => McpErrorCode::INVALID_PARAMS,
                     _ => McpErrorCode::INTERNAL_ERROR,
                 };
-                Err(McpError::new(code, format!("{uri}: {}: {}", error.code.as_str(), error.message), data))
+                Err(McpError::new(
+                    code,
+                    format!("{uri}: {}: {}", error.code.as_str(), error.message),
+                    data,
+                ))
             }
         }
     }

@@ -284,7 +284,11 @@ fn idempotency_key_schema() -> Value {
 /// `schema` with every local `#/$defs/NAME` reference replaced by the definition (sibling
 /// keywords such as `description` and `default` win), and `$defs` removed.
 fn inlined(schema: &Value) -> JsonObject {
-    let defs = schema.get("$defs").and_then(Value::as_object).cloned().unwrap_or_default();
+    let defs = schema
+        .get("$defs")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
     match inline(schema, &defs, 0) {
         Value::Object(mut object) => {
             object.remove("$defs");
@@ -383,9 +387,19 @@ mod tests {
                 spec.name
             );
             let hints = annotations(spec);
-            assert_eq!(hints.read_only_hint, Some(!spec.op.is_side_effecting()), "{}", spec.name);
+            assert_eq!(
+                hints.read_only_hint,
+                Some(!spec.op.is_side_effecting()),
+                "{}",
+                spec.name
+            );
             let description = definition(spec, 600).description.unwrap_or_default();
-            assert_eq!(description.contains("within 600 s"), spec.op.is_mutating(), "{}", spec.name);
+            assert_eq!(
+                description.contains("within 600 s"),
+                spec.op.is_mutating(),
+                "{}",
+                spec.name
+            );
         }
     }
 }
