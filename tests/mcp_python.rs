@@ -21,6 +21,7 @@ fn interpreter() -> Option<PathBuf> {
 }
 
 #[test]
+#[allow(clippy::print_stderr)]
 fn the_official_python_sdk_runs_the_same_session_against_memoree_mcp() {
     let Some(python) = interpreter() else {
         assert!(

@@ -164,7 +164,7 @@ mod tests {
         });
         let env = move |name: &str| (name == ambient::SESSION_ENV).then(|| OsString::from(session.clone()));
         assert_eq!(
-            project(&[root.clone()], &env),
+            project(std::slice::from_ref(&root), &env),
             Some(("from_env".to_owned(), ContextSource::Session))
         );
     }
