@@ -38,6 +38,7 @@ const HOSTS: &str = hosts!();
 
 /// Everything `memoree mcp --help` prints after the flags.
 pub const SETUP: &str = concat!(
+    "Example (a host starts it; by hand it waits for JSON-RPC on stdin):\n  memoree mcp --retry-window 600\n\n",
     hosts!(),
     "\n\nThe project comes from MEMOREE_CONTEXT, the host's roots, or the .memoree.toml nearest the\n\
      server's working directory. Stdout carries only MCP messages; logs go to stderr (RUST_LOG)."
