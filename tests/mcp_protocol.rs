@@ -238,3 +238,24 @@ fn unreadable_citations_are_json_rpc_errors_carrying_the_v1_envelope() {
     );
     assert_eq!(malformed["error"]["code"], -32602, "{malformed}");
 }
+
+#[test]
+fn the_server_exits_promptly_when_the_host_leaves_during_a_hung_call() {
+    let home = TempHome::new();
+    let daemon = TestDaemon::start();
+    let endpoint = daemon.endpoint_arg();
+    let mut server = RawServer::spawn(command(&home, &home.project, &["--endpoint", &endpoint], &[]));
+    server.initialize("2025-06-18");
+    daemon.signal(libc::SIGSTOP);
+    server
+        .send(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": call_params("doctor", json!({}))}));
+    std::thread::sleep(Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    let (_, _, status) = server.finish();
+    let took = started.elapsed();
+    daemon.signal(libc::SIGCONT);
+    assert!(status.success(), "{status}");
+    // rmcp drains in-flight responses for 5 s after EOF; the blocked call is then abandoned
+    // after a 1 s grace instead of holding the process for the client's 30 s read timeout.
+    assert!(took < Duration::from_secs(9), "exit took {took:?}");
+}

@@ -61,8 +61,15 @@ pub fn run(options: Options) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(serve(options))
+    let status = runtime.block_on(serve(options));
+    // A call still blocked on a hung daemon must not keep the process alive once the host
+    // has gone; what it sent carries an idempotency key, so a retry is safe.
+    runtime.shutdown_timeout(SHUTDOWN_GRACE);
+    status
 }
+
+/// How long blocking calls may finish after the session ends.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 
 async fn serve(options: Options) -> ExitCode {
     let daemon = daemon::Daemon::select(options.endpoint.as_deref(), options.no_autostart);
