@@ -14,6 +14,7 @@ pub mod frame;
 pub mod fsutil;
 pub mod inspect;
 pub mod instructions;
+pub mod mcp;
 pub mod paths;
 pub mod progress;
 pub mod protocol;

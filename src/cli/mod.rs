@@ -12,6 +12,7 @@ mod demo;
 pub mod evidence;
 pub mod exit;
 mod inspect;
+mod mcp;
 pub mod output;
 mod request;
 mod serve;
@@ -90,6 +91,7 @@ pub enum Command {
         #[command(subcommand)]
         command: daemon_cmd::DaemonCommand,
     },
+    Mcp(mcp::McpArgs),
 }
 
 /// What a command produced: one envelope to print, or (for `session exec`) only an exit
@@ -167,6 +169,7 @@ pub(crate) fn dispatch(cli: Cli) -> Outcome {
         Command::Serve(args) => Outcome::Exit(serve::run(&args, global.pretty)),
         Command::Daemon { command } => Outcome::Exit(daemon_cmd::run(global, command)),
         Command::Inspect(args) => Outcome::Exit(inspect::run(&args, global)),
+        Command::Mcp(args) => Outcome::Exit(mcp::run(&args, global)),
     }
 }
 

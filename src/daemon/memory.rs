@@ -20,7 +20,7 @@ const MMAP_THRESHOLD: libc::c_int = 256 * 1024;
 const ARENA_MAX: libc::c_int = 2;
 
 /// Applies the daemon's allocator settings. Call before the runtime starts its threads.
-pub(super) fn tune() {
+pub(crate) fn tune() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only changes allocator parameters and is thread-safe in glibc.
     unsafe {
@@ -30,7 +30,7 @@ pub(super) fn tune() {
 }
 
 /// Returns free heap memory to the system (after a large request).
-pub(super) fn release() {
+pub(crate) fn release() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only releases free memory; it takes the allocator's own locks.
     unsafe {

@@ -161,6 +161,22 @@ pub fn bundle() -> &'static Value {
     &BUNDLE
 }
 
+/// The text of `op`'s input schema file (`inputs/<op>.json`), for derived schemas such as
+/// the MCP tools', without building the whole [`bundle`].
+pub fn input_schema_text(op: Operation) -> &'static str {
+    sources(op).input
+}
+
+/// The text of `op`'s result schema file (`results/<op>.json`).
+pub fn result_schema_text(op: Operation) -> &'static str {
+    sources(op).result
+}
+
+/// The text of the request envelope schema (`request.json`).
+pub fn request_schema_text() -> &'static str {
+    REQUEST_SOURCE
+}
+
 /// Checks a request envelope's shape. `input` is not inspected; see [`validate_input`].
 pub fn validate_request(envelope: &Value) -> Result<(), SchemaViolation> {
     check(
