@@ -2,6 +2,7 @@
 
 mod admin;
 mod artifact;
+mod candidates;
 mod claim;
 mod context_build;
 mod meta;
