@@ -9,7 +9,8 @@
 //!   capped at the total weight of all units. A question needs at least 2, so a question
 //!   with a single plain content word qualifies nothing; a query of stop words only needs
 //!   all of them.
-//! - A single generic unit never qualifies a hit on its own.
+//! - In a query of several units, a single generic unit never qualifies a hit on its own
+//!   (a bare one-word keyword query is what it asks for).
 //! - A hit whose matched units were all corrected (fuzzy, prefix or abbreviation) qualifies
 //!   only when no qualified hit matched a unit as written or inflected (applied by the
 //!   pipeline across hits: [`Qualification::corrected_only`]).
@@ -130,7 +131,7 @@ pub fn qualify(units: &[PlannedUnit], policy: &Policy, matched: &TextMatch) -> Q
         }
     }
     let enough = count > 0 && matched_weight + 1e-9 >= policy.required;
-    let lone_generic = count == 1 && generic_count == 1 && !policy.stop_words_only;
+    let lone_generic = count == 1 && generic_count == 1 && units.len() > 1 && !policy.stop_words_only;
     let shortfall = if count == 0 {
         Some("no_unit_matched")
     } else if lone_generic {
