@@ -99,6 +99,11 @@ pub fn analyze(query: &str) -> Result<Analysis, QueryError> {
         .map(|chunk| chunk.trim_matches(|c: char| !is_word_char(c)))
         .filter(|chunk| !chunk.is_empty())
         .collect();
+    if let Some(first) = chunks.first().and_then(|c| folded_words(c).into_iter().next())
+        && lexicon.is_starter(&first)
+    {
+        question = true;
+    }
     let mut previous: Option<String> = None;
     let mut index = 0;
     while index < chunks.len() {
@@ -260,6 +265,8 @@ mod tests {
         assert!(analysis.question);
         assert_eq!(analysis.ignored, ["which", "the"]);
         assert!(!analyze("release keys").unwrap().question);
+        assert!(analyze("are backups encrypted at rest").unwrap().question);
+        assert!(!analyze("backups are encrypted").unwrap().question);
     }
 
     #[test]

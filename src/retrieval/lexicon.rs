@@ -23,6 +23,8 @@ pub struct Lexicon {
     question: HashSet<&'static str>,
     /// `(first, second)` of two-word question frames such as `how long`.
     frames: HashSet<(&'static str, &'static str)>,
+    /// Words that make a yes/no question when they start the query (`are`, `does`).
+    starters: HashSet<&'static str>,
     generic: HashSet<&'static str>,
     comparatives: HashSet<&'static str>,
 }
@@ -45,6 +47,10 @@ pub fn lexicon() -> &'static Lexicon {
             ..Lexicon::default()
         };
         for entry in entries(QUESTION_WORDS) {
+            if let Some(starter) = entry.strip_prefix('^') {
+                lexicon.starters.insert(starter);
+                continue;
+            }
             match entry.split_once(' ') {
                 Some((first, second)) => {
                     lexicon.frames.insert((first, second.trim()));
@@ -72,6 +78,11 @@ impl Lexicon {
     /// Whether `second` is a question word right after `first` (`how long`).
     pub fn is_frame(&self, first: &str, second: &str) -> bool {
         self.frames.contains(&(first, second))
+    }
+
+    /// Whether `word`, as the query's first word, makes it a yes/no question.
+    pub fn is_starter(&self, word: &str) -> bool {
+        self.starters.contains(word)
     }
 
     /// A common word that names no topic.
@@ -147,7 +158,7 @@ mod tests {
         for (name, text) in all_lists() {
             let mut seen = HashSet::new();
             for entry in entries(text) {
-                for word in entry.split(' ') {
+                for word in entry.trim_start_matches('^').split(' ') {
                     assert!(
                         !word.is_empty() && word.chars().all(|c| c.is_ascii_lowercase()),
                         "{name}: {entry:?}"
@@ -180,6 +191,7 @@ mod tests {
             assert!(!lexicon.is_stop(word) && !lexicon.is_question(word), "{word}");
         }
         assert!(lexicon.is_frame("how", "long"));
+        assert!(lexicon.is_starter("are") && lexicon.is_stop("are"));
         assert!(!lexicon.is_question("long"));
         assert!(lexicon.is_generic("status") && !lexicon.is_generic("retention"));
     }

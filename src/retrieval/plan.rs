@@ -82,7 +82,7 @@ impl Plan {
         let rows = vocabulary.rows();
         let mut units = Vec::with_capacity(analysis.units.len());
         for unit in &analysis.units {
-            let expansion = vocabulary.expand(unit);
+            let expansion = vocabulary.expand_as(unit, analysis.question);
             let weight = UnitWeight::of(unit, &expansion, rows, analysis.stop_words_only);
             let expr = unit_expr(unit, &expansion);
             let stem = (unit.kind == UnitKind::Word && !analysis.stop_words_only).then(|| {

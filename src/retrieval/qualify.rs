@@ -4,11 +4,12 @@
 //! - A unit weighs 2 when it is distinctive (an identifier, a quoted phrase, a number with a
 //!   unit, a fraction or at least three digits), 0.5 when it is generic (on the generic-word
 //!   list, or found in at least an eighth of the indexed rows, capped at 2,000 rows and at
-//!   least 8), and 1 otherwise. A unit matched by inflection or correction weighs the same.
+//!   least 25), and 1 otherwise. A unit matched by inflection or correction weighs the same.
 //! - The requirement grows with the number of units `n`: `⌊n/2⌋ + 1` (1, 2, 2, 3, 3, 4, …),
-//!   capped at the total weight of all units. A question needs at least 2, so a question
-//!   with a single plain content word qualifies nothing; a query of stop words only needs
-//!   all of them.
+//!   capped at the total weight of all units; a query of stop words only needs all of them.
+//! - A question (a question word or a trailing `?`) qualifies a hit only through at least
+//!   two matched units or one distinctive unit, so a question with a single plain content
+//!   word qualifies nothing.
 //! - In a query of several units, a single generic unit never qualifies a hit on its own
 //!   (a bare one-word keyword query is what it asks for).
 //! - A hit whose matched units were all corrected (fuzzy, prefix or abbreviation) qualifies
@@ -23,9 +24,9 @@ use super::vocabulary::{Expansion, MatchKind};
 pub const POLICY_VERSION: &str = "qualified_units_v1";
 
 /// Generic from frequency: found in at least `rows / GENERIC_FRACTION` rows ...
-const GENERIC_FRACTION: u64 = 8;
-/// ... and never fewer than this many rows ...
-const GENERIC_MIN_ROWS: u64 = 8;
+const GENERIC_FRACTION: u64 = 5;
+/// ... and never fewer than this many rows (in a small store frequency says little) ...
+const GENERIC_MIN_ROWS: u64 = 25;
 /// ... nor more than this many.
 const GENERIC_MAX_ROWS: u64 = 2000;
 
@@ -70,30 +71,31 @@ pub struct Policy {
     pub total: f64,
     pub question: bool,
     pub stop_words_only: bool,
+    /// A question: two matched units, or one distinctive unit, are needed.
+    pub two_units_needed: bool,
+    /// A question with one plain content unit: nothing can qualify.
+    pub single_unit_question: bool,
 }
 
 impl Policy {
     pub fn new(analysis: &Analysis, weights: &[UnitWeight]) -> Policy {
         let total: f64 = weights.iter().map(|w| w.value).sum();
         let by_count = (weights.len() / 2 + 1) as f64;
-        let required = if analysis.stop_words_only {
-            total
-        } else if analysis.question {
-            by_count.min(total).max(2.0)
-        } else {
-            by_count.min(total)
-        };
+        let required = if analysis.stop_words_only { total } else { by_count.min(total) };
+        let has_distinctive = weights.iter().any(|w| w.distinctive);
         Policy {
             required,
             total,
             question: analysis.question,
             stop_words_only: analysis.stop_words_only,
+            two_units_needed: analysis.question && !analysis.stop_words_only,
+            single_unit_question: analysis.question && weights.len() < 2 && !has_distinctive,
         }
     }
 
     /// Whether any text could qualify at all.
     pub fn can_qualify(&self) -> bool {
-        self.total > 0.0 && self.total + 1e-9 >= self.required
+        self.total > 0.0 && self.total + 1e-9 >= self.required && !self.single_unit_question
     }
 }
 
@@ -117,9 +119,11 @@ pub fn qualify(units: &[PlannedUnit], policy: &Policy, matched: &TextMatch) -> Q
     let mut count = 0;
     let mut generic_count = 0;
     let mut corrected_count = 0;
+    let mut distinctive = false;
     for (unit, found) in units.iter().zip(&matched.units) {
         let Some(found) = found else { continue };
         count += 1;
+        distinctive |= unit.weight.distinctive;
         matched_weight += unit.weight.value;
         if found.kind.is_correction() {
             corrected_count += 1;
@@ -132,10 +136,13 @@ pub fn qualify(units: &[PlannedUnit], policy: &Policy, matched: &TextMatch) -> Q
     }
     let enough = count > 0 && matched_weight + 1e-9 >= policy.required;
     let lone_generic = count == 1 && generic_count == 1 && units.len() > 1 && !policy.stop_words_only;
+    let thin_question = policy.two_units_needed && count < 2 && !distinctive;
     let shortfall = if count == 0 {
         Some("no_unit_matched")
     } else if lone_generic {
         Some("generic_unit_alone")
+    } else if thin_question || policy.single_unit_question {
+        Some("too_few_units")
     } else if !enough {
         Some("too_few_units")
     } else {

@@ -111,8 +111,15 @@ impl Vocabulary {
     }
 
     /// The expansion of one unit. Only word units expand: identifiers, numbers, compounds
-    /// and quoted phrases match exactly.
+    /// and quoted phrases match exactly. A word absent from the vocabulary is corrected:
+    /// by edit distance always, and as a prefix or abbreviation only in a keyword query (a
+    /// question spells its words out: `rest` in "encrypted at rest" is not `restore`).
     pub fn expand(&self, unit: &Unit) -> Expansion {
+        self.expand_as(unit, false)
+    }
+
+    /// [`Vocabulary::expand`] for a unit of a question (`question`) or a keyword query.
+    pub fn expand_as(&self, unit: &Unit, question: bool) -> Expansion {
         if unit.kind != UnitKind::Word {
             return Expansion {
                 terms: Vec::new(),
@@ -130,9 +137,19 @@ impl Vocabulary {
         terms.extend(inflections.into_iter().map(|(t, _)| (t, MatchKind::Inflection)));
         let mut corrected = false;
         if df == 0 {
-            let corrections = self.corrections(word);
+            let corrections = self.corrections(word, !question);
             corrected = !corrections.is_empty();
+            // A corrected word matches the corrected term's inflections too, as the same kind.
+            let mut inflected = Vec::new();
+            for (term, kind) in &corrections {
+                for (variant, _) in self.inflections(term).into_iter().take(MAX_CORRECTIONS) {
+                    if !corrections.iter().any(|(t, _)| *t == variant) && !inflected.iter().any(|(t, _)| *t == variant) {
+                        inflected.push((variant, *kind));
+                    }
+                }
+            }
             terms.extend(corrections);
+            terms.extend(inflected);
         }
         Expansion { terms, df, corrected }
     }
@@ -164,7 +181,7 @@ impl Vocabulary {
     /// Corrections of a word absent from the vocabulary: terms within the edit distance its
     /// length allows (same first letter), then completions of it as a prefix, then terms it
     /// abbreviates; most frequent first, at most [`MAX_CORRECTIONS`] in all.
-    fn corrections(&self, word: &str) -> Vec<(String, MatchKind)> {
+    fn corrections(&self, word: &str, completions: bool) -> Vec<(String, MatchKind)> {
         let chars: Vec<char> = word.chars().collect();
         if chars.len() < MIN_PREFIX_LEN || chars.iter().any(|c| !c.is_alphabetic()) {
             return Vec::new();
@@ -182,6 +199,33 @@ impl Vocabulary {
                     found.push((term.to_owned(), MatchKind::Fuzzy, distance, df));
                 }
             }
+            // A typo of an inflected form the store lacks (`snapshto` for `snapshotted`):
+            // compare with the stems of terms sharing the first three letters.
+            // An ending typo after a known stem (`rotaton` for `rotated`, stem `rotat`): the
+            // word is a stem of at least five letters plus at most three more.
+            let head: String = chars[..3].iter().collect();
+            let word_text: String = chars.iter().collect();
+            for (term, df) in self.with_prefix(&head) {
+                let length = term.chars().count();
+                if length > chars.len() + 6 {
+                    continue;
+                }
+                let root = stem(term);
+                let root_len = root.chars().count();
+                if root_len >= 5 && word_text.starts_with(root.as_str()) && chars.len() - root_len <= 3 {
+                    found.push((term.to_owned(), MatchKind::Fuzzy, 1, df));
+                    continue;
+                }
+                if length.abs_diff(chars.len()) <= budget || root_len + 1 < chars.len().saturating_sub(budget) {
+                    continue;
+                }
+                if let Some(distance) = bounded_distance(&chars, &root, budget) {
+                    found.push((term.to_owned(), MatchKind::Fuzzy, distance, df));
+                }
+            }
+        }
+        if !completions {
+            return best(found);
         }
         for (term, df) in self.with_prefix(word) {
             if term != word {
@@ -196,11 +240,18 @@ impl Vocabulary {
                 }
             }
         }
-        found.sort_by(|a, b| a.2.cmp(&b.2).then(b.3.cmp(&a.3)).then_with(|| a.0.cmp(&b.0)));
-        found.dedup_by(|a, b| a.0 == b.0);
-        found.truncate(MAX_CORRECTIONS);
-        found.into_iter().map(|(term, kind, _, _)| (term, kind)).collect()
+        best(found)
     }
+}
+
+/// The best corrections: closest first, then most frequent, then alphabetical; each term
+/// once; at most [`MAX_CORRECTIONS`].
+fn best(mut found: Vec<(String, MatchKind, usize, u32)>) -> Vec<(String, MatchKind)> {
+    found.sort_by(|a, b| a.2.cmp(&b.2).then(b.3.cmp(&a.3)).then_with(|| a.0.cmp(&b.0)));
+    let mut seen = std::collections::HashSet::new();
+    found.retain(|f| seen.insert(f.0.clone()));
+    found.truncate(MAX_CORRECTIONS);
+    found.into_iter().map(|(term, kind, _, _)| (term, kind)).collect()
 }
 
 /// Edits allowed for a word of `length` characters: none under 5, one up to 8, two above.
