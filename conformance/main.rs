@@ -149,14 +149,12 @@ fn trials(root: &Path, transports: &[Arc<dyn Transport>], schemas: &Arc<Option<S
         }
     }
     let update = golden::update_requested();
-    let mut scenarios: Vec<PathBuf> = std::fs::read_dir(root.join("golden/v1"))
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.is_dir())
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut scenarios: Vec<PathBuf> = ["golden/v1", "golden/v2"]
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(root.join(dir)).into_iter().flatten())
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
     scenarios.sort();
     for dir in scenarios {
         let name = trial_name(&dir, root);

@@ -1,4 +1,4 @@
-//! The retrieval-quality corpus (`golden/v1/retrieval/`) as a conformance trial: seeds the
+//! The retrieval-quality corpora (`golden/v1/retrieval/`, `golden/v2/retrieval/`) as conformance trials: seeds the
 //! corpus through the transport's fresh store, runs every judged case through
 //! `memory.recall`, `search` and `context.build`, and fails on any hard-gated case failure,
 //! invariant violation or metric regression against the checked-in baseline.
@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::transport::{Outgoing, Session, Transport};
 
-/// Whether a `golden/v1/<dir>` is an evaluation corpus rather than a transcript.
+/// Whether a `golden/<version>/<dir>` is an evaluation corpus rather than a transcript.
 pub fn is_corpus(dir: &Path) -> bool {
     dir.join("cases.jsonl").is_file() && dir.join("seed.jsonl").is_file()
 }

@@ -287,9 +287,10 @@ impl Slice {
     /// excerpt citation that does not round-trip) fails the run.
     pub fn required_pass_rate(self) -> Option<f64> {
         match self {
-            // Paraphrases need words memory does not use; decoy cases are judged by the
-            // forbidden-label invariant, and their expectations are reported.
-            Slice::Paraphrase | Slice::Decoy => None,
+            // Paraphrases need words memory does not use. Decoy, temporal and broadening
+            // cases are judged by their forbidden labels and horizons (violations, always
+            // hard); their relevance expectations are reported.
+            Slice::Paraphrase | Slice::Decoy | Slice::Temporal | Slice::Broadening => None,
             Slice::Typo => Some(0.9),
             _ => Some(1.0),
         }

@@ -181,10 +181,6 @@ pub struct QualificationInfo {
     /// other hits matched units as written).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shortfall: Option<&'static str>,
-    /// The claim qualified through the superseded claim it replaces: the superseded claim
-    /// matched the query (and stays hidden); `matched` describes that claim's text.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub via_supersedes: Option<String>,
 }
 
 /// The query as the qualification policy read it.

@@ -74,6 +74,9 @@ pub struct Plan {
     pub any_expr: Option<String>,
     /// Folded term → `(unit, kind)` for word units, and first word → unit for multi-word units.
     terms: HashMap<String, Vec<(usize, MatchKind)>>,
+    /// The query's ignored function words, highlighted in excerpts (as FTS5 would) but never
+    /// scored: word → highlight index (after the units).
+    highlights: HashMap<String, usize>,
 }
 
 impl Plan {
@@ -109,6 +112,13 @@ impl Plan {
                 terms.entry(first.clone()).or_default().push((index, MatchKind::Exact));
             }
         }
+        let mut highlights = HashMap::new();
+        for word in &analysis.ignored {
+            if !terms.contains_key(word) {
+                let next = units.len() + highlights.len();
+                highlights.entry(word.clone()).or_insert(next);
+            }
+        }
         let qualifying_expr = qualifying_expr(&units, &policy);
         let driving: Vec<&PlannedUnit> = driving_units(&units);
         let any_expr = (!driving.is_empty()).then(|| or_of(driving.iter().map(|u| u.expr.as_str())));
@@ -119,7 +129,21 @@ impl Plan {
             qualifying_expr,
             any_expr,
             terms,
+            highlights,
         }
+    }
+
+    /// Highlight-only occurrences of the query's function words in `words`, as
+    /// `(index, position, 1)` with indexes after the units (see [`Plan::unit_scores`]).
+    pub fn highlight_instances(&self, words: &[Word]) -> Vec<(usize, usize, usize)> {
+        if self.highlights.is_empty() {
+            return Vec::new();
+        }
+        words
+            .iter()
+            .enumerate()
+            .filter_map(|(position, word)| self.highlights.get(&word.folded).map(|&i| (i, position, 1)))
+            .collect()
     }
 
     /// Checks one text (its folded words) against every unit.
@@ -158,11 +182,13 @@ impl Plan {
         result
     }
 
-    /// Excerpt scores per unit (see `snippet::unit_score`).
+    /// Excerpt scores per unit (see `snippet::unit_score`), then 0 for each highlight-only
+    /// function word.
     pub fn unit_scores(&self) -> Vec<usize> {
         self.units
             .iter()
             .map(|u| super::snippet::unit_score(u.weight.value))
+            .chain(std::iter::repeat_n(0, self.highlights.len()))
             .collect()
     }
 }

@@ -215,7 +215,12 @@ fn score_window(
         .iter()
         .take_while(|instance| instance.position < from + window)
     {
-        score += if seen[instance.phrase] { 1 } else { scores[instance.phrase] };
+        // A phrase of score 0 is only highlighted (a function word of the query).
+        score += match (scores[instance.phrase], seen[instance.phrase]) {
+            (0, _) => 0,
+            (_, true) => 1,
+            (distinct, false) => distinct,
+        };
         seen[instance.phrase] = true;
         first.get_or_insert(instance.position);
         last = instance.position + instance.len;

@@ -157,8 +157,12 @@ impl Vocabulary {
     /// Other terms of the vocabulary with the word's stem, or one of its degree forms.
     fn inflections(&self, word: &str) -> Vec<(String, u64)> {
         let target = stem(word);
-        let prefix_len = target.chars().count().saturating_sub(1).max(3).min(target.chars().count());
-        let prefix: String = target.chars().take(prefix_len).collect();
+        // A word starts with its Porter2 stem, except that a final `y` may become `i`
+        // (`happy` → `happi`); and the stem is never shorter than the shortest inflection.
+        let prefix: String = match target.strip_suffix('i') {
+            Some(without) if without.chars().count() >= 3 => without.to_owned(),
+            _ => target.clone(),
+        };
         let mut found: Vec<(String, u64)> = self
             .with_prefix(&prefix)
             .filter(|(term, _)| *term != word && stem(term) == target)
@@ -266,14 +270,27 @@ pub fn max_edits(length: usize) -> usize {
 /// Optimal-string-alignment distance (a transposition is one edit) when it is at most
 /// `budget`, else `None`.
 pub fn bounded_distance(a: &[char], b: &str, budget: usize) -> Option<usize> {
-    let b: Vec<char> = b.chars().collect();
-    let (n, m) = (a.len(), b.len());
-    if n.abs_diff(m) > budget {
+    const MAX: usize = 64;
+    let mut b_chars = [' '; MAX];
+    let mut m = 0;
+    for c in b.chars() {
+        if m == MAX {
+            return None;
+        }
+        b_chars[m] = c;
+        m += 1;
+    }
+    let n = a.len();
+    if n.abs_diff(m) > budget || n >= MAX {
         return None;
     }
-    let mut previous2 = vec![0usize; m + 1];
-    let mut previous: Vec<usize> = (0..=m).collect();
-    let mut current = vec![0usize; m + 1];
+    let b = &b_chars[..m];
+    let mut previous2 = [0usize; MAX + 1];
+    let mut previous = [0usize; MAX + 1];
+    let mut current = [0usize; MAX + 1];
+    for (j, slot) in previous.iter_mut().enumerate().take(m + 1) {
+        *slot = j;
+    }
     for i in 1..=n {
         current[0] = i;
         let mut row_min = current[0];
@@ -289,8 +306,8 @@ pub fn bounded_distance(a: &[char], b: &str, budget: usize) -> Option<usize> {
         if row_min > budget {
             return None;
         }
-        std::mem::swap(&mut previous2, &mut previous);
-        std::mem::swap(&mut previous, &mut current);
+        previous2 = previous;
+        previous = current;
     }
     let distance = previous[m];
     (distance <= budget).then_some(distance)

@@ -83,9 +83,6 @@ pub struct CandidateQuery<'a> {
     pub now_db: &'a str,
     /// At most this many candidates come back.
     pub cap: usize,
-    /// Claims only, outside historical mode: also admit superseded claims (whose current
-    /// superseders the caller looks up with [`superseders`]).
-    pub admit_superseded: bool,
 }
 
 /// A candidate row and its raw `bm25()` value (lower is better).
@@ -161,15 +158,11 @@ pub fn claim_candidates(conn: &Connection, query: &CandidateQuery<'_>) -> StoreR
     if !query.include_historical {
         params.push(SqlValue::Text(query.now_db.to_owned()));
         params.push(SqlValue::Text(query.now_db.to_owned()));
-        let statuses = if query.admit_superseded {
-            "c.status IN ('active', 'superseded')"
-        } else {
-            "c.status = 'active'"
-        };
-        clauses.push(format!(
-            "{statuses} AND r.id = c.current_revision_id
+        clauses.push(
+            "c.status = 'active' AND r.id = c.current_revision_id
              AND (c.valid_from IS NULL OR c.valid_from <= ?) AND (c.valid_until IS NULL OR c.valid_until > ?)"
-        ));
+                .to_owned(),
+        );
     }
     let filter = Filter {
         fts: "claim_fts",
@@ -308,30 +301,6 @@ fn attach<R>(ranked: Vec<(i64, f64)>, mut rows: HashMap<i64, R>) -> Vec<Candidat
         .into_iter()
         .filter_map(|(seq, bm25)| rows.remove(&seq).map(|row| Candidate { row, bm25 }))
         .collect()
-}
-
-/// The current, visible, active claims that supersede `claim_id` (one `supersedes` hop),
-/// under the same horizon and validity rules as [`claim_candidates`].
-pub fn superseders(conn: &Connection, query: &CandidateQuery<'_>, claim_id: &str) -> StoreResult<Vec<ClaimRow>> {
-    let mut params = vec![SqlValue::Text(claim_id.to_owned())];
-    let visible = scope::visibility_sql("c", query.ambient, query.horizon, &mut params);
-    params.push(SqlValue::Text(query.now_db.to_owned()));
-    params.push(SqlValue::Text(query.now_db.to_owned()));
-    let sql = format!(
-        "SELECT {} FROM relations rel
-         JOIN claims c ON c.id = rel.source_id
-         JOIN claim_revisions r ON r.id = c.current_revision_id
-         WHERE rel.relation = 'supersedes' AND rel.source_type = 'claim' AND rel.target_type = 'claim'
-           AND rel.target_id = ? AND ({visible}) AND c.status = 'active'
-           AND (c.valid_from IS NULL OR c.valid_from <= ?) AND (c.valid_until IS NULL OR c.valid_until > ?)
-         ORDER BY c.id",
-        claim::columns()
-    );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt
-        .query_map(params_from_iter(params), claim::row)?
-        .collect::<rusqlite::Result<Vec<ClaimRow>>>()?;
-    Ok(rows)
 }
 
 /// Whether a `contradicts` relation joins the two claims, in either direction.

@@ -47,8 +47,6 @@ pub(super) struct Examined {
     /// Set when a pipeline rule (not the unit count) turned a qualified candidate away.
     pub demoted: Option<&'static str>,
     pub collapsed: Vec<String>,
-    /// The citation of the superseded claim this current claim qualified through.
-    pub via_supersedes: Option<String>,
 }
 
 impl Examined {
@@ -152,7 +150,6 @@ fn fetch(
         include_historical: request.include_historical,
         now_db: &now_db,
         cap,
-        admit_superseded: table == Table::Claims && !request.include_historical,
     };
     let mut examined = Vec::new();
     let count;
@@ -175,40 +172,15 @@ fn fetch(
                 }
                 let matched = plan.match_words(&words(&candidate.row.statement));
                 let qualification = qualify(&plan.units, &plan.policy, &matched);
-                let lexical_score = rank::lexical_score_from_bm25(candidate.bm25);
-                if candidate.row.status != "superseded" || request.include_historical {
-                    examined.push(Examined {
-                        source: Source::Claim(candidate.row),
-                        lexical_score,
-                        body: None,
-                        matched,
-                        qualification,
-                        demoted: None,
-                        collapsed: Vec::new(),
-                        via_supersedes: None,
-                    });
-                    continue;
-                }
-                // A superseded claim is never shown; when it qualifies, the current claims
-                // that supersede it qualify in its place.
-                if !qualification.qualified {
-                    continue;
-                }
-                let via = super::search::claim_citation(&candidate.row.claim_id, &candidate.row.revision_id);
-                for row in store_search::superseders(conn, &query, &candidate.row.claim_id)? {
-                    if seen.insert(row.seq) {
-                        examined.push(Examined {
-                            source: Source::Claim(row),
-                            lexical_score,
-                            body: None,
-                            matched: matched.clone(),
-                            qualification: qualification.clone(),
-                            demoted: None,
-                            collapsed: Vec::new(),
-                            via_supersedes: Some(via.clone()),
-                        });
-                    }
-                }
+                examined.push(Examined {
+                    source: Source::Claim(candidate.row),
+                    lexical_score: rank::lexical_score_from_bm25(candidate.bm25),
+                    body: None,
+                    matched,
+                    qualification,
+                    demoted: None,
+                    collapsed: Vec::new(),
+                });
             }
         }
     }
@@ -232,6 +204,7 @@ fn examine_artifact(
         let mut instances: Vec<Instance> = body_match
             .instances
             .iter()
+            .chain(plan.highlight_instances(&body_words).iter())
             .map(|&(unit, position, len)| Instance {
                 position,
                 phrase: unit,
@@ -258,7 +231,6 @@ fn examine_artifact(
         qualification,
         demoted: None,
         collapsed: Vec::new(),
-        via_supersedes: None,
     })
 }
 
@@ -374,7 +346,6 @@ pub(super) fn qualification_info(plan: &Plan, examined: &Examined) -> Qualificat
         matched_weight: examined.qualification.matched_weight,
         matched,
         shortfall: examined.demoted.or(examined.qualification.shortfall),
-        via_supersedes: examined.via_supersedes.clone(),
     }
 }
 
