@@ -239,7 +239,7 @@ impl Vocabulary {
         if found.is_empty() && chars.len() <= 6 {
             let first: String = chars[..1].iter().collect();
             for (term, df) in self.with_prefix(&first) {
-                if term.chars().count() <= 4 * chars.len() && is_abbreviation(&chars, term) {
+                if term.chars().count() <= 5 * chars.len() && is_abbreviation(&chars, term) {
                     found.push((term.to_owned(), MatchKind::Abbreviation, 4, df));
                 }
             }

@@ -131,8 +131,12 @@ fn claim_slots(
 ) -> StoreResult<(Vec<RankedHit>, bool)> {
     let first = search.run(service, conn, plan, Kinds::Claims, 0)?;
     let crowded = |hits: &[RankedHit]| {
-        let sources = sources(hits);
-        diversity::slot_order(&sources) != (0..sources.len()).collect::<Vec<_>>()
+        let mut counts: HashMap<String, usize> = HashMap::new();
+        sources(hits).into_iter().flatten().any(|source| {
+            let count = counts.entry(source).or_default();
+            *count += 1;
+            *count > diversity::MAX_SLOTS_PER_SOURCE
+        })
     };
     if !first.truncated || !crowded(&first.hits) {
         return Ok((first.hits, first.truncated));
