@@ -487,7 +487,11 @@ fn bench_reads(c: &mut Criterion, size: usize) {
         &format!("memory.recall p50 at {size} artifacts"),
         &format!("{:.3} ms = {recall_ratio:.2}x floor", ms(recall_p50)),
         &floor_text,
-        if at_target_size { "<= 3x floor and < 10 ms" } else { "report (target applies at 100k: <= 3x floor, < 10 ms)" },
+        if at_target_size {
+            "<= 3x floor and < 10 ms"
+        } else {
+            "report (target applies at 100k: <= 3x floor, < 10 ms)"
+        },
         verdict(recall_ratio <= 3.0 && ms(recall_p50) < 10.0),
     );
     targets::target(
@@ -518,7 +522,11 @@ fn bench_reads(c: &mut Criterion, size: usize) {
             &format!("memory.recall {class} query p50 at {size} artifacts"),
             &format!("{:.3} ms = {ratio:.2}x floor", ms(p50)),
             &floor_text,
-            if at_target_size { "<= 3x floor and < 10 ms" } else { "report (target applies at 100k)" },
+            if at_target_size {
+                "<= 3x floor and < 10 ms"
+            } else {
+                "report (target applies at 100k)"
+            },
             verdict(ratio <= 3.0 && ms(p50) < 10.0),
         );
         targets::target(
@@ -536,7 +544,11 @@ fn bench_reads(c: &mut Criterion, size: usize) {
         &format!("memory.recall common-word vs rare-term p50 at {size} artifacts"),
         &format!("{common_ratio:.2}x"),
         &format!("rare-term p50 {:.3} ms", ms(recall_p50)),
-        if at_target_size { "<= 2x" } else { "report (target applies at 100k)" },
+        if at_target_size {
+            "<= 2x"
+        } else {
+            "report (target applies at 100k)"
+        },
         verdict(common_ratio <= 2.0),
     );
     let typo_extra = ms(typo_p50) - ms(recall_p50);
@@ -545,7 +557,11 @@ fn bench_reads(c: &mut Criterion, size: usize) {
         &format!("typo correction cost (typo p50 - rare-term p50) at {size} artifacts"),
         &format!("{typo_extra:.3} ms"),
         &format!("rare-term p50 {:.3} ms", ms(recall_p50)),
-        if at_target_size { "<= 2 ms" } else { "report (target applies at 100k)" },
+        if at_target_size {
+            "<= 2 ms"
+        } else {
+            "report (target applies at 100k)"
+        },
         verdict(typo_extra <= 2.0),
     );
     println!(

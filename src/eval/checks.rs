@@ -100,7 +100,8 @@ impl Judge<'_> {
     /// Forbidden labels and labels outside the case's horizon.
     fn admissible(&mut self, op: &str, label: &str) {
         if self.case.forbidden.iter().any(|f| f == label) {
-            self.violations.push(format!("{FORBIDDEN}: {op} returned forbidden label {label}"));
+            self.violations
+                .push(format!("{FORBIDDEN}: {op} returned forbidden label {label}"));
         }
         self.in_horizon(op, label);
     }
@@ -368,7 +369,13 @@ pub fn excerpt_round_trips(excerpt: &str, content: &[u8], start: usize, end: usi
     if cited.contains(HIGHLIGHT_OPEN) || cited.contains(HIGHLIGHT_CLOSE) {
         return body == cited;
     }
-    body.replace([HIGHLIGHT_OPEN.chars().next().unwrap_or_default(), HIGHLIGHT_CLOSE.chars().next().unwrap_or_default()], "") == cited
+    body.replace(
+        [
+            HIGHLIGHT_OPEN.chars().next().unwrap_or_default(),
+            HIGHLIGHT_CLOSE.chars().next().unwrap_or_default(),
+        ],
+        "",
+    ) == cited
 }
 
 /// Every `excerpt_citation` in search hits, near misses, recall references, evidence and
@@ -391,9 +398,10 @@ fn check_excerpt_citations(
         if let Some(citation) = item["excerpt_citation"].as_str() {
             shown.push((citation.to_owned(), item["excerpt"].as_str().map(str::to_owned)));
         } else if item["entity_type"] == json!("artifact") && !text(&item["excerpt"]).is_empty() {
-            judge
-                .violations
-                .push(format!("{EXCERPT_CITATION}: an artifact excerpt of {} has no citation", text(&item["citation"])));
+            judge.violations.push(format!(
+                "{EXCERPT_CITATION}: an artifact excerpt of {} has no citation",
+                text(&item["citation"])
+            ));
         }
     }
     for item in items(bundle, "manifest") {
@@ -403,11 +411,15 @@ fn check_excerpt_citations(
     }
     for (citation, excerpt) in shown {
         let Some((artifact, revision, start, end)) = parse_excerpt_citation(&citation) else {
-            judge.violations.push(format!("{EXCERPT_CITATION}: {citation} does not parse"));
+            judge
+                .violations
+                .push(format!("{EXCERPT_CITATION}: {citation} does not parse"));
             continue;
         };
         let Some(bytes) = contents.get(transport, artifact, revision)? else {
-            judge.violations.push(format!("{EXCERPT_CITATION}: {citation} does not resolve"));
+            judge
+                .violations
+                .push(format!("{EXCERPT_CITATION}: {citation} does not resolve"));
             continue;
         };
         let exact = match &excerpt {
@@ -415,9 +427,9 @@ fn check_excerpt_citations(
             None => start < end && end <= bytes.len(),
         };
         if !exact {
-            judge
-                .violations
-                .push(format!("{EXCERPT_CITATION}: {citation} does not round-trip to its excerpt"));
+            judge.violations.push(format!(
+                "{EXCERPT_CITATION}: {citation} does not round-trip to its excerpt"
+            ));
         }
     }
     Ok(())
@@ -439,7 +451,9 @@ fn check_excerpts(judge: &mut Judge<'_>, search: &Value, recall: &Value) {
                 "the search excerpt of {label} does not show {needle:?}: {:?}",
                 text(&hit["excerpt"])
             )),
-            None => judge.failures.push(format!("search did not return {label} to show {needle:?}")),
+            None => judge
+                .failures
+                .push(format!("search did not return {label} to show {needle:?}")),
         }
         if let Some(reference) = items(recall, "artifact_refs").find(|r| text(&r["artifact_id"]) == id)
             && !plain(text(&reference["excerpt"])).contains(needle.as_str())

@@ -424,7 +424,10 @@ impl Corpus {
             }
             if self.version != "v1" {
                 if case.slice.is_none() {
-                    return Err(EvalError::Corpus(format!("case {}: a {} case needs a slice", case.id, self.version)));
+                    return Err(EvalError::Corpus(format!(
+                        "case {}: a {} case needs a slice",
+                        case.id, self.version
+                    )));
                 }
                 if case.forbidden.is_empty() {
                     return Err(EvalError::Corpus(format!(

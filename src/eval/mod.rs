@@ -76,7 +76,11 @@ pub struct SliceReport {
 
 impl SliceReport {
     pub fn rate(&self) -> f64 {
-        if self.cases == 0 { 1.0 } else { self.passed as f64 / self.cases as f64 }
+        if self.cases == 0 {
+            1.0
+        } else {
+            self.passed as f64 / self.cases as f64
+        }
     }
 
     pub fn meets_requirement(&self) -> bool {

@@ -47,9 +47,17 @@ fn the_v2_retrieval_corpus_meets_every_gate() {
     assert!(corpus.seed.len() >= 60, "{} seed records", corpus.seed.len());
     assert!(corpus.cases.len() >= 90, "{} cases", corpus.cases.len());
     for slice in Slice::ALL {
-        assert!(corpus.cases.iter().any(|c| c.slice == Some(slice)), "no {} case", slice.as_str());
+        assert!(
+            corpus.cases.iter().any(|c| c.slice == Some(slice)),
+            "no {} case",
+            slice.as_str()
+        );
     }
-    let unanswerable = corpus.cases.iter().filter(|c| c.slice == Some(Slice::HonestNone)).count();
+    let unanswerable = corpus
+        .cases
+        .iter()
+        .filter(|c| c.slice == Some(Slice::HonestNone))
+        .count();
     assert!(unanswerable >= 20, "{unanswerable} honest-none cases");
     let long: Vec<usize> = corpus
         .seed

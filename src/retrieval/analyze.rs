@@ -215,9 +215,16 @@ fn exact_kind(chunk: &str) -> Option<UnitKind> {
     if separators.iter().all(|c| *c == '-') {
         // `OPS-RUNBOOK`, `X-Request-Id` are identifiers; `on-call` is a compound.
         let upper = chunk.chars().filter(|c| c.is_uppercase()).count();
-        return Some(if upper >= 2 { UnitKind::Identifier } else { UnitKind::Compound });
+        return Some(if upper >= 2 {
+            UnitKind::Identifier
+        } else {
+            UnitKind::Compound
+        });
     }
-    if separators.iter().any(|c| matches!(c, '.' | ':' | '/' | '@' | '#' | '=')) {
+    if separators
+        .iter()
+        .any(|c| matches!(c, '.' | ':' | '/' | '@' | '#' | '='))
+    {
         return Some(UnitKind::Identifier);
     }
     // Apostrophes and other joiners: plain words.
@@ -251,7 +258,12 @@ mod tests {
     use super::*;
 
     fn units(query: &str) -> Vec<(String, UnitKind)> {
-        analyze(query).unwrap().units.into_iter().map(|u| (u.text, u.kind)).collect()
+        analyze(query)
+            .unwrap()
+            .units
+            .into_iter()
+            .map(|u| (u.text, u.kind))
+            .collect()
     }
 
     fn texts(query: &str) -> Vec<String> {
@@ -261,7 +273,10 @@ mod tests {
     #[test]
     fn function_and_question_words_are_not_units() {
         let analysis = analyze("Which vendor signs the release keys?").unwrap();
-        assert_eq!(texts("Which vendor signs the release keys?"), ["vendor", "signs", "release", "keys"]);
+        assert_eq!(
+            texts("Which vendor signs the release keys?"),
+            ["vendor", "signs", "release", "keys"]
+        );
         assert!(analysis.question);
         assert_eq!(analysis.ignored, ["which", "the"]);
         assert!(!analyze("release keys").unwrap().question);
@@ -271,7 +286,10 @@ mod tests {
 
     #[test]
     fn question_frames_drop_their_second_word_only_after_the_first() {
-        assert_eq!(texts("how long do gateway restarts take"), ["gateway", "restarts", "take"]);
+        assert_eq!(
+            texts("how long do gateway restarts take"),
+            ["gateway", "restarts", "take"]
+        );
         assert_eq!(texts("long gateway restarts"), ["long", "gateway", "restarts"]);
     }
 

@@ -31,8 +31,16 @@ pub struct Fingerprint {
 impl Fingerprint {
     pub fn of(statement: &str) -> Fingerprint {
         let words: BTreeSet<String> = folded_words(statement).into_iter().collect();
-        let numbers = words.iter().filter(|w| w.chars().any(|c| c.is_ascii_digit())).cloned().collect();
-        let negations = words.iter().filter(|w| NEGATIONS.contains(&w.as_str())).cloned().collect();
+        let numbers = words
+            .iter()
+            .filter(|w| w.chars().any(|c| c.is_ascii_digit()))
+            .cloned()
+            .collect();
+        let negations = words
+            .iter()
+            .filter(|w| NEGATIONS.contains(&w.as_str()))
+            .cloned()
+            .collect();
         let identifiers = statement
             .split_whitespace()
             .map(|chunk| chunk.trim_matches(|c: char| !c.is_alphanumeric()))
@@ -49,8 +57,7 @@ impl Fingerprint {
 
     /// Identical or near-identical, with equal numbers, identifiers and negations.
     pub fn is_near_duplicate(&self, other: &Fingerprint) -> bool {
-        if self.numbers != other.numbers || self.negations != other.negations || self.identifiers != other.identifiers
-        {
+        if self.numbers != other.numbers || self.negations != other.negations || self.identifiers != other.identifiers {
             return false;
         }
         let shared = self.words.intersection(&other.words).count();
@@ -94,7 +101,10 @@ mod tests {
 
     #[test]
     fn identical_and_near_identical_statements_are_duplicates() {
-        assert!(dup("The cache is disabled since v0.14.2", "The cache is disabled since v0.14.2."));
+        assert!(dup(
+            "The cache is disabled since v0.14.2",
+            "The cache is disabled since v0.14.2."
+        ));
         assert!(dup(
             "Raw events are retained for thirty days in the primary cluster storage tier",
             "Raw events are retained for thirty days in the primary cluster storage tier today"
@@ -103,9 +113,18 @@ mod tests {
 
     #[test]
     fn a_different_number_identifier_or_negation_is_never_a_duplicate() {
-        assert!(!dup("Raw events are retained for 30 days", "Raw events are retained for 90 days"));
-        assert!(!dup("Set max_batch to the default value now", "Set max_items to the default value now"));
-        assert!(!dup("The cache is enabled in production", "The cache is not enabled in production"));
+        assert!(!dup(
+            "Raw events are retained for 30 days",
+            "Raw events are retained for 90 days"
+        ));
+        assert!(!dup(
+            "Set max_batch to the default value now",
+            "Set max_items to the default value now"
+        ));
+        assert!(!dup(
+            "The cache is enabled in production",
+            "The cache is not enabled in production"
+        ));
         assert!(!dup("Deploys run on Fridays", "Backups run on Sundays"));
     }
 

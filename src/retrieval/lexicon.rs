@@ -126,7 +126,10 @@ impl Lexicon {
             let chars: Vec<char> = base.chars().collect();
             let n = chars.len();
             // big → bigger, hot → hotter: one vowel before a final consonant.
-            if n >= 3 && is_vowel(chars[n - 2]) && !is_vowel(chars[n - 3]) && !is_vowel(chars[n - 1])
+            if n >= 3
+                && is_vowel(chars[n - 2])
+                && !is_vowel(chars[n - 3])
+                && !is_vowel(chars[n - 1])
                 && !matches!(chars[n - 1], 'w' | 'x' | 'y')
             {
                 stem.push(chars[n - 1]);
@@ -173,7 +176,10 @@ mod tests {
     fn the_lists_do_not_overlap() {
         let lexicon = lexicon();
         for word in entries(STOPWORDS) {
-            assert!(!lexicon.is_question(word), "{word} is both a stop word and a question word");
+            assert!(
+                !lexicon.is_question(word),
+                "{word} is both a stop word and a question word"
+            );
             assert!(!lexicon.is_generic(word), "{word} is both a stop word and generic");
         }
         for word in entries(GENERIC_WORDS) {
@@ -187,7 +193,17 @@ mod tests {
         for word in ["the", "what", "a", "which", "are", "in", "no", "is", "of", "does", "we"] {
             assert!(lexicon.is_stop(word) || lexicon.is_question(word), "{word}");
         }
-        for word in ["cache", "retention", "policy", "release", "keys", "vendor", "deploy", "logs", "sqlite"] {
+        for word in [
+            "cache",
+            "retention",
+            "policy",
+            "release",
+            "keys",
+            "vendor",
+            "deploy",
+            "logs",
+            "sqlite",
+        ] {
             assert!(!lexicon.is_stop(word) && !lexicon.is_question(word), "{word}");
         }
         assert!(lexicon.is_frame("how", "long"));

@@ -208,7 +208,11 @@ fn record(result: &mut TextMatch, index: usize, kind: MatchKind, term: &str, pos
 /// generic.
 fn driving_units(units: &[PlannedUnit]) -> Vec<&PlannedUnit> {
     let driving: Vec<&PlannedUnit> = units.iter().filter(|u| !u.weight.generic).collect();
-    if driving.is_empty() { units.iter().collect() } else { driving }
+    if driving.is_empty() {
+        units.iter().collect()
+    } else {
+        driving
+    }
 }
 
 /// `"a" OR "b"` as one parenthesized group.
@@ -234,7 +238,14 @@ fn unit_expr(unit: &Unit, expansion: &Expansion) -> String {
             terms.push(&unit.words[0]);
         }
         terms.dedup();
-        or_of(terms.iter().map(|t| quote(t)).collect::<Vec<_>>().iter().map(String::as_str))
+        or_of(
+            terms
+                .iter()
+                .map(|t| quote(t))
+                .collect::<Vec<_>>()
+                .iter()
+                .map(String::as_str),
+        )
     } else {
         quote(&unit.words.join(" "))
     }

@@ -81,7 +81,11 @@ impl Policy {
     pub fn new(analysis: &Analysis, weights: &[UnitWeight]) -> Policy {
         let total: f64 = weights.iter().map(|w| w.value).sum();
         let by_count = (weights.len() / 2 + 1) as f64;
-        let required = if analysis.stop_words_only { total } else { by_count.min(total) };
+        let required = if analysis.stop_words_only {
+            total
+        } else {
+            by_count.min(total)
+        };
         let has_distinctive = weights.iter().any(|w| w.distinctive);
         Policy {
             required,

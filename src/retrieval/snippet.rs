@@ -131,7 +131,11 @@ pub fn fitted_excerpt(
 /// Renders the window of `window` words from word `start`, with its source range.
 fn render(body: &str, words: &[(usize, usize)], instances: &[Instance], start: usize, window: usize) -> Excerpt {
     let last_word = start + window - 1;
-    let from = if start == 0 { 0 } else { words.get(start).map_or(0, |w| w.0) };
+    let from = if start == 0 {
+        0
+    } else {
+        words.get(start).map_or(0, |w| w.0)
+    };
     let to = if last_word + 1 >= words.len() {
         body.len()
     } else {
@@ -140,7 +144,11 @@ fn render(body: &str, words: &[(usize, usize)], instances: &[Instance], start: u
     let shown = &body[from..to];
     let marked = shown.contains(HIGHLIGHT_OPEN) || shown.contains(HIGHLIGHT_CLOSE);
     let text = highlight(body, words, if marked { &[] } else { instances }, start, window);
-    Excerpt { text, start: from, end: to }
+    Excerpt {
+        text,
+        start: from,
+        end: to,
+    }
 }
 
 pub use super::text::word_spans;

@@ -78,7 +78,10 @@ mod tests {
     #[test]
     fn words_are_alphanumeric_runs_folded_like_the_index() {
         let found = folded_words("Résumé of the CAFÉ: max_bytes v0.2.0, 東京");
-        assert_eq!(found, ["resume", "of", "the", "cafe", "max", "bytes", "v0", "2", "0", "東京"]);
+        assert_eq!(
+            found,
+            ["resume", "of", "the", "cafe", "max", "bytes", "v0", "2", "0", "東京"]
+        );
     }
 
     #[test]

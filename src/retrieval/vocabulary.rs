@@ -143,7 +143,8 @@ impl Vocabulary {
             let mut inflected = Vec::new();
             for (term, kind) in &corrections {
                 for (variant, _) in self.inflections(term).into_iter().take(MAX_CORRECTIONS) {
-                    if !corrections.iter().any(|(t, _)| *t == variant) && !inflected.iter().any(|(t, _)| *t == variant) {
+                    if !corrections.iter().any(|(t, _)| *t == variant) && !inflected.iter().any(|(t, _)| *t == variant)
+                    {
                         inflected.push((variant, *kind));
                     }
                 }

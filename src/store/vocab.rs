@@ -13,9 +13,9 @@ use std::sync::{Mutex, RwLock};
 
 use rusqlite::{Connection, OpenFlags};
 
+use super::Store;
 use super::artifact::{self, is_indexable_media_type};
 use super::error::StoreResult;
-use super::Store;
 use crate::blob::Digest;
 use crate::retrieval::text::folded_words;
 use crate::retrieval::vocabulary::Vocabulary;
@@ -58,7 +58,12 @@ impl VocabularyCache {
     }
 
     /// Runs `f` with a vocabulary at least as new as the snapshot `conn` reads.
-    pub fn with_current<T>(&self, store: &Store, conn: &Connection, f: impl FnOnce(&Vocabulary) -> T) -> StoreResult<T> {
+    pub fn with_current<T>(
+        &self,
+        store: &Store,
+        conn: &Connection,
+        f: impl FnOnce(&Vocabulary) -> T,
+    ) -> StoreResult<T> {
         let (artifact_seq, claim_seq) = newest(conn)?;
         let current = |loaded: &Option<Loaded>| {
             loaded

@@ -67,7 +67,10 @@ fn a_question_with_one_plain_content_word_qualifies_nothing() {
 #[test]
 fn a_generic_unit_never_qualifies_alone() {
     let v = store_vocabulary();
-    assert!(qualifies(&plan("status", &v), "The status of the work."), "a bare keyword asks for it");
+    assert!(
+        qualifies(&plan("status", &v), "The status of the work."),
+        "a bare keyword asks for it"
+    );
     assert!(!qualifies(&plan("status tenants", &v), "The status of the work."));
     assert!(!qualifies(&plan("what is the plan?", &v), "We went over the plan."));
 }
@@ -104,7 +107,12 @@ fn the_qualifying_expression_requires_enough_units_together() {
 #[test]
 fn expressions_are_only_quoted_words_and_operators() {
     let v = store_vocabulary();
-    for query in ["a AND NOT b* col:x", "\"NEAR(x y)\" OR z", "x\"y release", "^start (release) keys"] {
+    for query in [
+        "a AND NOT b* col:x",
+        "\"NEAR(x y)\" OR z",
+        "x\"y release",
+        "^start (release) keys",
+    ] {
         let p = plan(query, &v);
         for expr in [p.qualifying_expr.clone(), p.any_expr.clone()].into_iter().flatten() {
             let stripped: String = expr

@@ -17,7 +17,14 @@ fn expand(vocabulary: &Vocabulary, query: &str) -> Vec<(String, MatchKind)> {
 
 #[test]
 fn inflections_of_a_present_word_are_found_and_nothing_is_corrected() {
-    let v = vocabulary(&[("log", 3), ("logs", 5), ("logged", 1), ("logging", 2), ("logic", 4), ("login", 2)]);
+    let v = vocabulary(&[
+        ("log", 3),
+        ("logs", 5),
+        ("logged", 1),
+        ("logging", 2),
+        ("logic", 4),
+        ("login", 2),
+    ]);
     let terms = expand(&v, "logging");
     assert_eq!(
         terms,
@@ -39,7 +46,13 @@ fn comparatives_of_listed_adjectives_are_inflections() {
 
 #[test]
 fn an_absent_word_is_corrected_within_its_edit_budget() {
-    let v = vocabulary(&[("retention", 4), ("policy", 9), ("police", 1), ("deployment", 3), ("rollback", 2)]);
+    let v = vocabulary(&[
+        ("retention", 4),
+        ("policy", 9),
+        ("police", 1),
+        ("deployment", 3),
+        ("rollback", 2),
+    ]);
     assert!(expand(&v, "retnetion").contains(&("retention".to_owned(), MatchKind::Fuzzy)));
     let polcy = expand(&v, "polcy");
     assert!(polcy.contains(&("policy".to_owned(), MatchKind::Fuzzy)), "{polcy:?}");
@@ -50,7 +63,13 @@ fn an_absent_word_is_corrected_within_its_edit_budget() {
 
 #[test]
 fn short_units_complete_as_prefixes_and_abbreviations() {
-    let v = vocabulary(&[("project", 5), ("projection", 1), ("config", 3), ("configuration", 4), ("dashboard", 2)]);
+    let v = vocabulary(&[
+        ("project", 5),
+        ("projection", 1),
+        ("config", 3),
+        ("configuration", 4),
+        ("dashboard", 2),
+    ]);
     let proj = expand(&v, "proj");
     assert!(proj.contains(&("project".to_owned(), MatchKind::Prefix)), "{proj:?}");
     assert!(expand(&v, "cfg").contains(&("config".to_owned(), MatchKind::Abbreviation)));

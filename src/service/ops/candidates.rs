@@ -122,7 +122,16 @@ pub(super) fn more_near_misses(
         return Ok(Vec::new());
     };
     let mut seen = std::collections::HashSet::new();
-    let (examined, _) = fetch(service, conn, request, plan, table, expr, 2 * MAX_NEAR_MISSES, &mut seen)?;
+    let (examined, _) = fetch(
+        service,
+        conn,
+        request,
+        plan,
+        table,
+        expr,
+        2 * MAX_NEAR_MISSES,
+        &mut seen,
+    )?;
     Ok(examined
         .into_iter()
         .filter(|e| !e.qualification.qualified && !known.contains(&e.entity_id()))
@@ -241,8 +250,9 @@ fn examine_artifact(
 pub(super) fn settle(qualified: &mut Vec<Examined>, unqualified: &mut Vec<Examined>) {
     let any_uncorrected = qualified.iter().any(|e| e.qualification.uncorrected_weight > 0.0);
     if any_uncorrected {
-        let (keep, demote): (Vec<Examined>, Vec<Examined>) =
-            std::mem::take(qualified).into_iter().partition(|e| !e.qualification.corrected_only);
+        let (keep, demote): (Vec<Examined>, Vec<Examined>) = std::mem::take(qualified)
+            .into_iter()
+            .partition(|e| !e.qualification.corrected_only);
         *qualified = keep;
         for mut examined in demote {
             examined.demoted = Some("corrected_only");
@@ -261,7 +271,11 @@ fn by_score(a: &Examined, b: &Examined) -> Ordering {
 
 /// Collapses near-identical current claims onto the best-ranked one, never across a
 /// contradiction. Runs over at most `limit + 1` kept items.
-pub(super) fn collapse_duplicates(conn: &Connection, ranked: Vec<Examined>, limit: usize) -> StoreResult<Vec<Examined>> {
+pub(super) fn collapse_duplicates(
+    conn: &Connection,
+    ranked: Vec<Examined>,
+    limit: usize,
+) -> StoreResult<Vec<Examined>> {
     let mut kept: Vec<(Examined, Option<Fingerprint>)> = Vec::with_capacity(ranked.len());
     for examined in ranked {
         if kept.len() > limit {

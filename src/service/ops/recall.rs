@@ -7,9 +7,7 @@ use std::collections::HashMap;
 use rusqlite::Connection;
 
 use super::candidates;
-use super::search::{
-    Kinds, RankedHit, SearchRequest, Source, artifact_citation, evidence_citation, excerpt_citation,
-};
+use super::search::{Kinds, RankedHit, SearchRequest, Source, artifact_citation, evidence_citation, excerpt_citation};
 use crate::protocol::limits;
 use crate::protocol::retrieval::{
     ConflictSummary, RecallArtifactReference, RecallClaim, RecallClaimStatus, RecallEvidenceReference, RecallInput,

@@ -4,9 +4,9 @@
 
 use rusqlite::Connection;
 
+use super::candidates::{self, Body, Examined, MAX_NEAR_MISSES, Table};
 use crate::protocol::claim::EvidenceLocator;
 use crate::protocol::relation::EntityType;
-use super::candidates::{self, Body, Examined, MAX_NEAR_MISSES, Table};
 use crate::protocol::retrieval::{
     ClaimHitProvenance, NearMiss, QueryAnalysis, SearchHit, SearchInput, SearchRanking, SearchResult,
 };
@@ -111,9 +111,9 @@ impl SearchRequest {
 
     /// Plans the query against the store's vocabulary as of `conn`'s snapshot.
     pub fn plan(&self, service: &Service, conn: &Connection) -> StoreResult<Plan> {
-        service
-            .vocabulary()
-            .with_current(service.store(), conn, |vocabulary| Plan::new(self.analysis.clone(), vocabulary))
+        service.vocabulary().with_current(service.store(), conn, |vocabulary| {
+            Plan::new(self.analysis.clone(), vocabulary)
+        })
     }
 
     /// Runs the search in the caller's snapshot: qualified candidates only, cut to the
@@ -449,7 +449,13 @@ pub(super) fn artifact_excerpt(plan: &Plan, row: &ArtifactRow, body: Option<&Bod
     let Some(body) = body else {
         return (String::new(), None);
     };
-    let excerpt = window_excerpt(&body.text, &body.spans, &body.instances, &plan.unit_scores(), SNIPPET_TOKENS);
+    let excerpt = window_excerpt(
+        &body.text,
+        &body.spans,
+        &body.instances,
+        &plan.unit_scores(),
+        SNIPPET_TOKENS,
+    );
     let citation = excerpt_citation(row, body, excerpt.start, excerpt.end);
     (excerpt.text, citation)
 }
@@ -457,8 +463,12 @@ pub(super) fn artifact_excerpt(plan: &Plan, row: &ArtifactRow, body: Option<&Bod
 /// `memoree://artifact/<artifact>@<revision>#<start>-<end>` for a non-empty range of a body
 /// whose text offsets are byte offsets.
 pub(super) fn excerpt_citation(row: &ArtifactRow, body: &Body, start: usize, end: usize) -> Option<String> {
-    (body.exact_bytes && start < end)
-        .then(|| format!("{}#{start}-{end}", artifact_citation(&row.artifact_id, &row.revision_id)))
+    (body.exact_bytes && start < end).then(|| {
+        format!(
+            "{}#{start}-{end}",
+            artifact_citation(&row.artifact_id, &row.revision_id)
+        )
+    })
 }
 
 /// `memoree://artifact/<artifact>@<revision>`.

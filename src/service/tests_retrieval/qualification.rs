@@ -22,8 +22,16 @@ fn span(citation: &str) -> (usize, usize) {
 #[test]
 fn recall_never_returns_a_claim_for_an_unrelated_question_that_shares_function_words() {
     let f = fixture();
-    f.claim(&main_ctx(), "The release build is tagged from the main branch", json!({}));
-    f.claim(&main_ctx(), "Which of the dashboards are public is decided by the owner", json!({}));
+    f.claim(
+        &main_ctx(),
+        "The release build is tagged from the main branch",
+        json!({}),
+    );
+    f.claim(
+        &main_ctx(),
+        "Which of the dashboards are public is decided by the owner",
+        json!({}),
+    );
     let recall = f.recall(&main_ctx(), json!({"query": "Which vendor signs the release keys?"}));
     assert_eq!(recall["presence"], "none", "{recall:#}");
     assert_eq!(recall["claims"], json!([]));
@@ -43,7 +51,12 @@ fn recall_never_returns_a_claim_for_an_unrelated_question_that_shares_function_w
 #[test]
 fn search_hits_are_qualified_and_near_misses_are_never_hits() {
     let f = fixture();
-    let both = f.put(&main_ctx(), "note", "Keys", "The release keys are signed by the build vendor.");
+    let both = f.put(
+        &main_ctx(),
+        "note",
+        "Keys",
+        "The release keys are signed by the build vendor.",
+    );
     let one = f.put(&main_ctx(), "note", "Builds", "Release builds run nightly.");
     let result = f.search(&main_ctx(), json!({"query": "release keys vendor"}));
     assert_eq!(field(&result["hits"], "entity_id"), [both["artifact_id"].clone()]);
@@ -63,7 +76,11 @@ fn search_hits_are_qualified_and_near_misses_are_never_hits() {
 fn inflections_typos_and_abbreviations_match_and_say_how() {
     let f = fixture();
     f.claim(&main_ctx(), "Debug logging is disabled in production", json!({}));
-    f.claim(&main_ctx(), "Convert old configuration files with the migrate tool", json!({}));
+    f.claim(
+        &main_ctx(),
+        "Convert old configuration files with the migrate tool",
+        json!({}),
+    );
     let hows = |query: &str| -> Vec<Value> {
         let recall = f.recall(&main_ctx(), json!({"query": query}));
         assert_eq!(recall["presence"], "claims", "{query}: {recall:#}");
@@ -99,14 +116,26 @@ fn a_deep_match_gets_its_window_and_an_exact_excerpt_citation() {
     let bytes = content(&f, &art);
     let result = f.search(&main_ctx(), json!({"query": "replay dead-letter topic"}));
     let hit = &result["hits"][0];
-    assert!(hit["excerpt"].as_str().unwrap().contains("‹replay›"), "{}", hit["excerpt"]);
+    assert!(
+        hit["excerpt"].as_str().unwrap().contains("‹replay›"),
+        "{}",
+        hit["excerpt"]
+    );
     let citation = hit["excerpt_citation"].as_str().unwrap();
     assert!(citation.starts_with(hit["citation"].as_str().unwrap()));
     let (start, end) = span(citation);
     assert!(start > 50_000, "the window is deep inside, not the head: {start}");
-    assert!(excerpt_round_trips(hit["excerpt"].as_str().unwrap(), &bytes, start, end));
+    assert!(excerpt_round_trips(
+        hit["excerpt"].as_str().unwrap(),
+        &bytes,
+        start,
+        end
+    ));
     // Recall refits the same window to its byte budget, still exactly cited.
-    let recall = f.recall(&main_ctx(), json!({"query": "replay dead-letter topic", "max_excerpt_bytes": 60}));
+    let recall = f.recall(
+        &main_ctx(),
+        json!({"query": "replay dead-letter topic", "max_excerpt_bytes": 60}),
+    );
     let reference = &recall["artifact_refs"][0];
     let excerpt = reference["excerpt"].as_str().unwrap();
     assert!(excerpt.len() <= 60 && excerpt.contains("replay"), "{excerpt:?}");
@@ -117,14 +146,20 @@ fn a_deep_match_gets_its_window_and_an_exact_excerpt_citation() {
 #[test]
 fn evidence_previews_show_the_window_around_the_match_inside_the_span() {
     let f = fixture();
-    let text = format!("{}The ingest batch size is 500 events.", "Unrelated preamble words. ".repeat(40));
+    let text = format!(
+        "{}The ingest batch size is 500 events.",
+        "Unrelated preamble words. ".repeat(40)
+    );
     let art = f.put(&main_ctx(), "design", "Ingest", &text);
     f.claim(
         &main_ctx(),
         "The ingest batch size is 500 events",
         json!({"evidence": [{"artifact_id": art["artifact_id"], "revision_id": art["revision_id"]}]}),
     );
-    let recall = f.recall(&main_ctx(), json!({"query": "ingest batch size", "max_excerpt_bytes": 48}));
+    let recall = f.recall(
+        &main_ctx(),
+        json!({"query": "ingest batch size", "max_excerpt_bytes": 48}),
+    );
     let evidence = &recall["claims"][0]["evidence"][0];
     let excerpt = evidence["excerpt"].as_str().unwrap();
     assert_eq!(evidence["excerpt_truncated"], true);
@@ -152,19 +187,36 @@ fn near_identical_claims_collapse_unless_a_number_or_a_contradiction_separates_t
     let b = f.claim(&main_ctx(), "Backups run nightly at two.", json!({}));
     f.relate(&main_ctx(), &a, "contradicts", &b);
     let recall = f.recall(&main_ctx(), json!({"query": "backups nightly"}));
-    assert_eq!(recall["claims"].as_array().unwrap().len(), 2, "never across a contradiction");
+    assert_eq!(
+        recall["claims"].as_array().unwrap().len(),
+        2,
+        "never across a contradiction"
+    );
     let _ = (thirty, ninety);
 }
 
 #[test]
 fn one_source_artifact_fills_at_most_two_recall_slots_while_others_qualify() {
     let f = fixture();
-    let source = f.put(&main_ctx(), "design", "Gateway", "gateway limits gateway limits gateway limits");
+    let source = f.put(
+        &main_ctx(),
+        "design",
+        "Gateway",
+        "gateway limits gateway limits gateway limits",
+    );
     let evidence = json!({"evidence": [{"artifact_id": source["artifact_id"], "revision_id": source["revision_id"]}]});
     for i in 0..4 {
-        f.claim(&main_ctx(), &format!("Gateway limits rule number {i} applies"), evidence.clone());
+        f.claim(
+            &main_ctx(),
+            &format!("Gateway limits rule number {i} applies"),
+            evidence.clone(),
+        );
     }
-    let other = f.claim(&main_ctx(), "Gateway limits are reviewed yearly by the platform group", json!({}));
+    let other = f.claim(
+        &main_ctx(),
+        "Gateway limits are reviewed yearly by the platform group",
+        json!({}),
+    );
     let recall = f.recall(&main_ctx(), json!({"query": "gateway limits", "max_claims": 3}));
     let ids = field(&recall["claims"], "claim_id");
     assert_eq!(ids.len(), 3);
