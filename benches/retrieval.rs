@@ -12,6 +12,7 @@
 //! - common-word: a question around them with two of the document's common words and
 //!   English function words (`what is the cka of the kasolo tevima and how does it cmi?`);
 //! - typo: the rare-term query with one topic word's inner letters swapped.
+//!
 //! The floor is the bare FTS5 query of the rare-term words.
 //!
 //! Corpora are seeded through the store's own mutation functions in large transactions
@@ -431,7 +432,7 @@ fn bench_reads(c: &mut Criterion, size: usize) {
         }
     };
     let (mut search, mut recall, mut build) = (serve("search"), serve("memory.recall"), serve("context.build"));
-    let (mut recall_common, mut recall_typo) = (serve("memory.recall"), serve("memory.recall"));
+    let (recall_common, recall_typo) = (serve("memory.recall"), serve("memory.recall"));
     let mut floor_run = |q: &str| {
         floor.run(q);
     };

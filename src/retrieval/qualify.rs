@@ -145,9 +145,7 @@ pub fn qualify(units: &[PlannedUnit], policy: &Policy, matched: &TextMatch) -> Q
         Some("no_unit_matched")
     } else if lone_generic {
         Some("generic_unit_alone")
-    } else if thin_question || policy.single_unit_question {
-        Some("too_few_units")
-    } else if !enough {
+    } else if thin_question || policy.single_unit_question || !enough {
         Some("too_few_units")
     } else {
         None

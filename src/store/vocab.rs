@@ -73,7 +73,7 @@ impl VocabularyCache {
         {
             let loaded = self.loaded.read().unwrap_or_else(|e| e.into_inner());
             if current(&loaded) {
-                return Ok(f(&loaded.as_ref().map(|l| &l.vocabulary).unwrap_or(&Vocabulary::new())));
+                return Ok(f(loaded.as_ref().map(|l| &l.vocabulary).unwrap_or(&Vocabulary::new())));
             }
         }
         let _refreshing = self.refreshing.lock().unwrap_or_else(|e| e.into_inner());
@@ -107,7 +107,7 @@ impl VocabularyCache {
             *self.loaded.write().unwrap_or_else(|e| e.into_inner()) = Some(fresh);
         }
         let loaded = self.loaded.read().unwrap_or_else(|e| e.into_inner());
-        Ok(f(&loaded.as_ref().map(|l| &l.vocabulary).unwrap_or(&Vocabulary::new())))
+        Ok(f(loaded.as_ref().map(|l| &l.vocabulary).unwrap_or(&Vocabulary::new())))
     }
 
     /// Forgets the vocabulary (after a purge or a reindex); the next read rebuilds it.
