@@ -135,3 +135,24 @@ fn inflections_match_in_the_text() {
     let matched = p.match_words(&words("The release key is signed"));
     assert!(matched.units.iter().all(Option::is_some), "{matched:?}");
 }
+
+proptest::proptest! {
+    #[test]
+    fn any_query_plans_to_expressions_sqlite_accepts(query in proptest::prelude::any::<String>()) {
+        let v = store_vocabulary();
+        let Ok(analysis) = analyze(&query) else { return Ok(()) };
+        let plan = Plan::new(analysis, &v);
+        let db = rusqlite::Connection::open_in_memory().unwrap();
+        db.execute_batch("CREATE VIRTUAL TABLE docs USING fts5(body, tokenize = 'unicode61 remove_diacritics 2');
+                          INSERT INTO docs VALUES ('release keys vendor AND NOT near col x');").unwrap();
+        for expr in [plan.qualifying_expr.clone(), plan.any_expr.clone()].into_iter().flatten() {
+            let stripped: String = expr.split('"').enumerate().filter(|(i, _)| i % 2 == 0).map(|(_, s)| s).collect();
+            for token in stripped.split(|c: char| c.is_whitespace() || c == '(' || c == ')') {
+                proptest::prop_assert!(matches!(token, "" | "AND" | "OR"), "{}", expr);
+            }
+            let counted: rusqlite::Result<i64> =
+                db.query_row("SELECT count(*) FROM docs WHERE docs MATCH ?1", [&expr], |r| r.get(0));
+            proptest::prop_assert!(counted.is_ok(), "{} -> {:?}", expr, counted);
+        }
+    }
+}
