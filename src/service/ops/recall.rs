@@ -78,9 +78,8 @@ pub(super) fn recall(service: &Service, call: &Call<'_>) -> Result<Output, Servi
         } else {
             RecallPresence::None
         };
-        let near_misses = if claims.is_empty() {
-            let known: Vec<String> = artifact_refs.iter().map(|r| r.artifact_id.clone()).collect();
-            base.near_misses(service, conn, &plan, Kinds::Both, Vec::new(), &known, RECALL_NEAR_MISSES)?
+        let near_misses = if presence == RecallPresence::None {
+            base.near_misses(service, conn, &plan, Kinds::Both, Vec::new(), &[], RECALL_NEAR_MISSES)?
         } else {
             Vec::new()
         };
@@ -114,7 +113,7 @@ pub(super) fn recall(service: &Service, call: &Call<'_>) -> Result<Output, Servi
     Output::read(found)
 }
 
-/// Near misses recall reports when no claim qualified.
+/// Near misses recall reports when nothing qualified (`presence: "none"`).
 const RECALL_NEAR_MISSES: usize = 3;
 
 /// The claim slots: qualified claims in rank order, except that one source artifact (a
