@@ -22,8 +22,10 @@ use crate::store::artifact::is_indexable_media_type;
 use crate::store::search::{self as store_search, CandidateQuery};
 
 /// Fetch rounds per entity type: the candidate cap grows fourfold each round while too few
-/// candidates qualified and more exist.
+/// candidates qualified and more exist ...
 const MAX_ROUNDS: usize = 3;
+/// ... up to this many candidates per entity type.
+const MAX_CANDIDATES: usize = 512;
 /// Near misses reported by `search` and `memory.recall`.
 pub(super) const MAX_NEAR_MISSES: usize = 5;
 
@@ -88,7 +90,7 @@ pub(super) fn gather(
     let Some(expr) = plan.qualifying_expr.as_deref() else {
         return Ok(gathered);
     };
-    let mut cap = 2 * want.max(1);
+    let mut cap = (2 * want.max(1)).min(MAX_CANDIDATES);
     let mut seen = std::collections::HashSet::new();
     for round in 0..MAX_ROUNDS {
         let fetched = fetch(service, conn, request, plan, table, expr, cap, &mut seen)?;
@@ -100,10 +102,10 @@ pub(super) fn gather(
                 gathered.unqualified.push(examined);
             }
         }
-        if gathered.qualified.len() >= want || exhausted || round + 1 == MAX_ROUNDS {
+        if gathered.qualified.len() >= want || exhausted || round + 1 == MAX_ROUNDS || cap >= MAX_CANDIDATES {
             break;
         }
-        cap *= 4;
+        cap = (cap * 4).min(MAX_CANDIDATES);
     }
     Ok(gathered)
 }
