@@ -85,7 +85,16 @@ impl Plan {
         let rows = vocabulary.rows();
         let mut units = Vec::with_capacity(analysis.units.len());
         for unit in &analysis.units {
-            let expansion = vocabulary.expand_as(unit, analysis.question);
+            // Function words searched as a last resort match only as written.
+            let expansion = if analysis.stop_words_only {
+                Expansion {
+                    terms: vec![(unit.words[0].clone(), MatchKind::Exact)],
+                    df: vocabulary.df(&unit.words[0]),
+                    corrected: false,
+                }
+            } else {
+                vocabulary.expand_as(unit, analysis.question)
+            };
             let weight = UnitWeight::of(unit, &expansion, rows, analysis.stop_words_only);
             let expr = unit_expr(unit, &expansion);
             let stem = (unit.kind == UnitKind::Word && !analysis.stop_words_only).then(|| {
