@@ -185,7 +185,7 @@ impl SearchRequest {
     }
 
     /// Up to `count` near misses: the unqualified candidates already examined, topped up by
-    /// one any-unit fetch per table when they are too few. `known` are entity ids already
+    /// one any-unit fetch per table when nothing qualified. `known` are entity ids already
     /// returned as hits.
     #[allow(clippy::too_many_arguments)]
     pub fn near_misses(
@@ -202,7 +202,9 @@ impl SearchRequest {
             return Ok(Vec::new());
         }
         unqualified.retain(|e| !known.iter().any(|k| k == e.entity_id()));
-        if unqualified.len() < count {
+        // One more fetch only when nothing qualified: then the near misses are the answer's
+        // only lead, and otherwise the examined candidates suffice.
+        if unqualified.len() < count && known.is_empty() {
             let mut seen: Vec<&str> = known.iter().map(String::as_str).collect();
             let ids: Vec<String> = unqualified.iter().map(|e| e.entity_id().to_owned()).collect();
             seen.extend(ids.iter().map(String::as_str));
