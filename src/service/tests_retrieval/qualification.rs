@@ -51,16 +51,11 @@ fn recall_never_returns_a_claim_for_an_unrelated_question_that_shares_function_w
 #[test]
 fn search_hits_are_qualified_and_near_misses_are_never_hits() {
     let f = fixture();
-    let both = f.put(
-        &main_ctx(),
-        "note",
-        "Keys",
-        "The release keys are signed by the build vendor.",
-    );
+    let both = f.put(&main_ctx(), "note", "Keys", "The release keys are signed by the build vendor.");
     let one = f.put(&main_ctx(), "note", "Builds", "Release builds run nightly.");
     let result = f.search(&main_ctx(), json!({"query": "release keys vendor"}));
     assert_eq!(field(&result["hits"], "entity_id"), [both["artifact_id"].clone()]);
-    assert_eq!(field(&result["near_misses"], "entity_id"), [one["artifact_id"].clone()]);
+    assert!(!field(&result["near_misses"], "entity_id").contains(&both["artifact_id"]));
     assert_eq!(result["truncated"], false);
     let qualification = &result["hits"][0]["ranking"]["qualification"];
     assert_eq!(qualification["policy_version"], "qualified_units_v1");
@@ -70,6 +65,18 @@ fn search_hits_are_qualified_and_near_misses_are_never_hits() {
         field(&qualification["matched"], "how"),
         [json!("exact"), json!("exact"), json!("exact")]
     );
+    // When nothing qualifies, what matched some units is listed apart.
+    let none = f.search(&main_ctx(), json!({"query": "release nightly vendor audit"}));
+    assert_eq!(none["hits"], json!([]));
+    let mut misses = field(&none["near_misses"], "entity_id");
+    misses.sort_by_key(|v| v.as_str().unwrap().to_owned());
+    let mut expected = vec![both["artifact_id"].clone(), one["artifact_id"].clone()];
+    expected.sort_by_key(|v| v.as_str().unwrap().to_owned());
+    assert_eq!(misses, expected);
+    for miss in none["near_misses"].as_array().unwrap() {
+        assert_eq!(miss["qualification"]["qualified"], false);
+        assert_eq!(miss["qualification"]["matched_weight"], 2.0);
+    }
 }
 
 #[test]
