@@ -51,7 +51,12 @@ fn recall_never_returns_a_claim_for_an_unrelated_question_that_shares_function_w
 #[test]
 fn search_hits_are_qualified_and_near_misses_are_never_hits() {
     let f = fixture();
-    let both = f.put(&main_ctx(), "note", "Keys", "The release keys are signed by the build vendor.");
+    let both = f.put(
+        &main_ctx(),
+        "note",
+        "Keys",
+        "The release keys are signed by the build vendor.",
+    );
     let one = f.put(&main_ctx(), "note", "Builds", "Release builds run nightly.");
     let result = f.search(&main_ctx(), json!({"query": "release keys vendor"}));
     assert_eq!(field(&result["hits"], "entity_id"), [both["artifact_id"].clone()]);
