@@ -149,16 +149,3 @@ fn invalid_corpora_are_rejected_before_any_request() {
     }
 }
 
-/// Prints both reports' aggregates (`cargo test --lib print_retrieval_reports -- --ignored --nocapture`).
-#[test]
-#[ignore = "prints the reports; run by hand"]
-fn print_retrieval_reports() {
-    for dir in [corpus_dir(), v2_dir()] {
-        let report = run_in_process(&dir).unwrap().to_json();
-        #[allow(clippy::print_stderr)]
-        {
-            eprintln!("{}", serde_json::to_string_pretty(&report["aggregate"]).unwrap());
-            eprintln!("{}", serde_json::to_string_pretty(&report["slices"]).unwrap());
-        }
-    }
-}
