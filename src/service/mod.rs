@@ -42,6 +42,8 @@ pub struct Runtime {
 pub struct Service {
     store: Store,
     runtime: Runtime,
+    /// The FTS vocabulary behind query expansion, shared by every request of this store.
+    vocabulary: std::sync::Arc<crate::store::vocab::VocabularyCache>,
 }
 
 /// A successful operation's payload before it becomes an envelope.
@@ -134,7 +136,17 @@ impl Service {
     }
 
     pub fn new(store: Store, runtime: Runtime) -> Service {
-        Service { store, runtime }
+        Service {
+            store,
+            runtime,
+            vocabulary: std::sync::Arc::default(),
+        }
+    }
+
+    /// The store's vocabulary cache (query expansion in `search`, `memory.recall`,
+    /// `context.build`).
+    pub fn vocabulary(&self) -> &crate::store::vocab::VocabularyCache {
+        &self.vocabulary
     }
 
     pub fn store(&self) -> &Store {

@@ -24,6 +24,7 @@ pub mod search;
 #[cfg(test)]
 pub(crate) mod test_seed;
 pub mod verify;
+pub mod vocab;
 mod writer;
 
 use std::fs;

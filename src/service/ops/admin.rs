@@ -111,6 +111,7 @@ pub(super) fn backup_create(service: &Service, call: &Call<'_>) -> Result<Output
 pub(super) fn reindex(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
     let _: EmptyInput = call.input()?;
     let report = service.store().reindex()?;
+    service.vocabulary().invalidate();
     Output::read(ReindexResult {
         reindexed_artifact_revisions: report.artifact_revisions,
         reindexed_claim_revisions: report.claim_revisions,

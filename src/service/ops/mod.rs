@@ -3,6 +3,7 @@
 mod admin;
 mod artifact;
 mod browse;
+mod candidates;
 mod claim;
 mod context_build;
 mod meta;
