@@ -1,4 +1,5 @@
-//! The 23 protocol v1 operations, their dotted wire names and their classes.
+//! The 23 protocol v1 operations plus Memoree's extensions (`reindex`, `artifact.purge`,
+//! `claim.purge`, `import`), their dotted wire names and their classes.
 //!
 //! Classes decide envelope rules in the service: mutations need an idempotency key and ambient
 //! context, horizon operations parse their input early to read the horizon, and context-free
@@ -59,11 +60,21 @@ pub enum Operation {
     /// the reference's 23 operations (see `spec/v1/DIVERGENCES.md`).
     #[serde(rename = "reindex")]
     Reindex,
+    /// Erases the content of every revision of an artifact, leaving a tombstone. An
+    /// extension (see `spec/v1/DIVERGENCES.md`).
+    #[serde(rename = "artifact.purge")]
+    ArtifactPurge,
+    /// Erases the statement of every revision of a claim, leaving a tombstone. An extension.
+    #[serde(rename = "claim.purge")]
+    ClaimPurge,
+    /// Replays a portable export archive into the store. An extension.
+    #[serde(rename = "import")]
+    Import,
 }
 
 impl Operation {
     /// Every operation in the canonical order capabilities reports them.
-    pub const ALL: [Operation; 24] = [
+    pub const ALL: [Operation; 27] = [
         Operation::ContextResolve,
         Operation::Capabilities,
         Operation::Instructions,
@@ -88,6 +99,9 @@ impl Operation {
         Operation::Verify,
         Operation::BackupCreate,
         Operation::Reindex,
+        Operation::ArtifactPurge,
+        Operation::ClaimPurge,
+        Operation::Import,
     ];
 
     /// The dotted wire name, for example `artifact.put`.
@@ -117,6 +131,9 @@ impl Operation {
             Operation::Verify => "verify",
             Operation::BackupCreate => "backup.create",
             Operation::Reindex => "reindex",
+            Operation::ArtifactPurge => "artifact.purge",
+            Operation::ClaimPurge => "claim.purge",
+            Operation::Import => "import",
         }
     }
 
@@ -127,7 +144,10 @@ impl Operation {
 
     /// Whether this is one of the 23 operations of protocol v1 (not an extension).
     pub fn is_protocol_v1(self) -> bool {
-        !matches!(self, Operation::Reindex)
+        !matches!(
+            self,
+            Operation::Reindex | Operation::ArtifactPurge | Operation::ClaimPurge | Operation::Import
+        )
     }
 
     /// Logical memory mutations: they need an idempotency key and ambient context, and
@@ -142,12 +162,14 @@ impl Operation {
                 | Operation::ClaimRevise
                 | Operation::ClaimRetract
                 | Operation::RelationPut
+                | Operation::ArtifactPurge
+                | Operation::ClaimPurge
         )
     }
 
     /// Operations with a side effect outside logical memory (no idempotency record).
     pub fn is_side_effecting(self) -> bool {
-        self.is_mutating() || matches!(self, Operation::BackupCreate | Operation::Reindex)
+        self.is_mutating() || matches!(self, Operation::BackupCreate | Operation::Reindex | Operation::Import)
     }
 
     /// Operations that require an ambient context.
@@ -197,7 +219,10 @@ mod tests {
     }
 
     #[test]
-    fn exactly_seven_operations_mutate() {
-        assert_eq!(Operation::ALL.iter().filter(|op| op.is_mutating()).count(), 7);
+    fn exactly_seven_protocol_operations_mutate_and_the_purge_extensions_too() {
+        let v1 = Operation::ALL.iter().filter(|op| op.is_protocol_v1());
+        assert_eq!(v1.filter(|op| op.is_mutating()).count(), 7);
+        assert!(Operation::ArtifactPurge.is_mutating() && Operation::ClaimPurge.is_mutating());
+        assert!(!Operation::Import.is_mutating() && Operation::Import.is_side_effecting());
     }
 }

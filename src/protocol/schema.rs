@@ -93,6 +93,9 @@ fn sources(op: Operation) -> OperationSources {
         Operation::Verify => op_sources!("verify"),
         Operation::BackupCreate => op_sources!("backup.create"),
         Operation::Reindex => op_sources!("reindex"),
+        Operation::ArtifactPurge => op_sources!("artifact.purge"),
+        Operation::ClaimPurge => op_sources!("claim.purge"),
+        Operation::Import => op_sources!("import"),
     }
 }
 

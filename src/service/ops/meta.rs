@@ -91,6 +91,10 @@ pub(crate) fn document() -> CapabilitiesDocument {
             "connection_busy_envelope",
             "multi_request_connections",
             "recency_policy",
+            "artifact.purge",
+            "claim.purge",
+            "import",
+            "portable_export_v1",
         ],
         recency_policy: recency_policy(),
     }

@@ -6,6 +6,8 @@ mod claim;
 mod context_build;
 mod meta;
 mod mutation;
+pub(crate) mod portable;
+mod purge;
 mod recall;
 mod relation;
 mod search;
@@ -54,7 +56,7 @@ pub(crate) fn dispatch(service: &Service, call: &Call<'_>) -> Result<Output, Ser
             kind_of(&call.request.input)
         )));
     }
-    match call.op() {
+    let output = match call.op() {
         Operation::ContextResolve => meta::context_resolve(call),
         Operation::Capabilities => meta::capabilities(call),
         Operation::ArtifactPut => artifact::put(service, call),
@@ -79,5 +81,9 @@ pub(crate) fn dispatch(service: &Service, call: &Call<'_>) -> Result<Output, Ser
         Operation::Search => search::search(service, call),
         Operation::MemoryRecall => recall::recall(service, call),
         Operation::ContextBuild => context_build::build(service, call),
-    }
+        Operation::ArtifactPurge => purge::artifact_purge(service, call),
+        Operation::ClaimPurge => purge::claim_purge(service, call),
+        Operation::Import => portable::import(service, call),
+    }?;
+    Ok(purge::annotate(service, output))
 }

@@ -214,7 +214,8 @@ impl<'s> Previews<'s> {
                 )));
             }
         };
-        let (excerpt, excerpt_truncated) = if with_excerpt && is_text(&artifact.media_type) {
+        // Erased evidence has no excerpt (the response warns `EVIDENCE_SOURCE_PURGED`).
+        let (excerpt, excerpt_truncated) = if with_excerpt && !artifact.purged && is_text(&artifact.media_type) {
             let bytes = artifact.read_content(self.service.store().blobs())?;
             match std::str::from_utf8(&bytes) {
                 Ok(_) => {

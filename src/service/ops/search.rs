@@ -366,7 +366,7 @@ fn temporal_state(row: &ClaimRow, now_db: &str) -> &'static str {
 
 /// The body snippet of an artifact whose body is indexed as text; `""` otherwise.
 fn artifact_excerpt(service: &Service, row: &ArtifactRow, tokens: &[String]) -> StoreResult<String> {
-    if !is_indexable_media_type(&row.media_type) {
+    if !is_indexable_media_type(&row.media_type) || row.purged {
         return Ok(String::new());
     }
     let bytes = row.read_content(service.store().blobs())?;
