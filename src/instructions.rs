@@ -155,6 +155,10 @@ const RULES: &[InstructionRule] = &[
         "forget",
         "Use `artifact.forget` with a reason to remove material from retrieval; it is a tombstone and exact gets still return the bytes.",
     ),
+    must(
+        "purge",
+        "If a secret or personal data was stored, `artifact.purge` / `claim.purge` (extensions, reason required) erase every revision's content from this store for good; earlier backups and exports still hold it.",
+    ),
 ];
 
 const fn concept(name: &'static str, meaning: &'static str) -> InstructionConcept {
@@ -298,7 +302,7 @@ pub fn markdown() -> String {
 mod tests {
     use super::*;
 
-    const RULE_IDS: [&str; 25] = [
+    const RULE_IDS: [&str; 26] = [
         "discover-dont-guess",
         "interface-boundary",
         "ambient-by-default",
@@ -324,6 +328,7 @@ mod tests {
         "temporal-currentness",
         "write-hygiene",
         "forget",
+        "purge",
     ];
 
     #[test]
@@ -407,7 +412,7 @@ mod tests {
         let doc = serde_json::to_value(document()).unwrap();
         assert_eq!(doc["instruction_set_version"], 7);
         assert_eq!(doc["invocation"]["command"], "memoree call");
-        assert_eq!(doc["rules"].as_array().unwrap().len(), 25);
+        assert_eq!(doc["rules"].as_array().unwrap().len(), 26);
         assert_eq!(doc["rules"][23]["level"], "should");
         assert_eq!(doc["concepts"].as_array().unwrap().len(), 11);
     }

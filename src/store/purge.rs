@@ -300,7 +300,7 @@ fn erased_revisions(conn: &Connection, kind: EntityKind, entity_id: &str) -> Sto
 /// The (unpurged) claim revisions whose evidence cites any revision of `artifact_id`.
 fn citing_claims(conn: &Connection, artifact_id: &str) -> StoreResult<Value> {
     let mut stmt = conn.prepare(
-        "SELECT DISTINCT r.claim_id, r.id FROM claim_revisions r, json_each(r.evidence_json) e
+        "SELECT DISTINCT r.claim_id, r.id FROM claim_revisions r, json_each(CASE WHEN json_valid(r.evidence_json) THEN r.evidence_json ELSE '[]' END) e
          WHERE r.purged = 0 AND json_extract(e.value, '$.artifact_id') = ?1 ORDER BY r.seq",
     )?;
     let rows = stmt

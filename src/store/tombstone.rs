@@ -283,7 +283,7 @@ pub fn check(conn: &Connection, blobs_root: &Path) -> StoreResult<(Vec<Finding>,
         ));
     }
     let citing: i64 = conn.query_row(
-        "SELECT count(DISTINCT r.id) FROM claim_revisions r, json_each(r.evidence_json) e
+        "SELECT count(DISTINCT r.id) FROM claim_revisions r, json_each(CASE WHEN json_valid(r.evidence_json) THEN r.evidence_json ELSE '[]' END) e
          WHERE r.purged = 0 AND json_extract(e.value, '$.revision_id') IN (SELECT revision_id FROM purged_revisions)",
         [],
         |r| r.get(0),

@@ -183,7 +183,7 @@ fn select(conn: &Connection, ambient: &scope::Owner, horizon: crate::protocol::H
         "INSERT OR IGNORE INTO x_entities SELECT source_id FROM relations WHERE id IN (SELECT id FROM x_relations);
          INSERT OR IGNORE INTO x_entities SELECT target_id FROM relations WHERE id IN (SELECT id FROM x_relations);
          INSERT OR IGNORE INTO x_entities
-             SELECT DISTINCT json_extract(e.value, '$.artifact_id') FROM claim_revisions r, json_each(r.evidence_json) e
+             SELECT DISTINCT json_extract(e.value, '$.artifact_id') FROM claim_revisions r, json_each(CASE WHEN json_valid(r.evidence_json) THEN r.evidence_json ELSE '[]' END) e
              WHERE r.claim_id IN (SELECT id FROM x_entities) AND json_extract(e.value, '$.artifact_id') IS NOT NULL;
          INSERT OR IGNORE INTO x_events SELECT commit_seq FROM events
              WHERE entity_id IN (SELECT id FROM x_entities) OR entity_id IN (SELECT id FROM x_relations);
