@@ -1,15 +1,18 @@
 //! The conformance runner: every case file under `spec/v1/cases/` and every golden scenario
 //! under `golden/v1/` becomes one trial per transport, named `v1/<family>/<case>::<transport>`
 //! or `golden/v1/<scenario>::<transport>`, and runs through libtest-mimic (so the usual
-//! filters and `--test-threads` work). Conformance is data; this directory is the only code.
+//! filters and `--test-threads` work). Testing this crate, each golden scenario and a
+//! generated store also get an in-process `::export_roundtrip` trial (`roundtrip.rs`). Conformance is data; this directory is the only code.
 //! Usage, including `--binary PATH` for another implementation, is in `conformance/README.md`.
 
 mod case;
 mod daemon;
+mod generated;
 mod golden;
 mod matcher;
 mod normalize;
 mod retrieval;
+mod roundtrip;
 mod schema;
 mod transport;
 
@@ -122,7 +125,13 @@ fn trial_name(path: &Path, base: &Path) -> String {
         .join("/")
 }
 
-fn trials(root: &Path, transports: &[Arc<dyn Transport>], schemas: &Arc<Option<Schemas>>) -> Vec<Trial> {
+/// `roundtrips`: add the in-process export round trips (once per run, not per transport).
+fn trials(
+    root: &Path,
+    transports: &[Arc<dyn Transport>],
+    schemas: &Arc<Option<Schemas>>,
+    roundtrips: bool,
+) -> Vec<Trial> {
     let mut trials = Vec::new();
     let mut case_files = Vec::new();
     files_below(&root.join("spec/v1/cases"), "json", &mut case_files);
@@ -175,6 +184,22 @@ fn trials(root: &Path, transports: &[Arc<dyn Transport>], schemas: &Arc<Option<S
             });
             trials.push(trial.with_ignored_flag(skip_while_updating));
         }
+        // The export round trip is a property of this crate's store, run once in process.
+        if roundtrips && !update {
+            let dir = dir.clone();
+            trials.push(Trial::test(format!("{name}::export_roundtrip"), move || {
+                if retrieval::is_corpus(&dir) {
+                    roundtrip::corpus(&dir).map_err(Failed::from)
+                } else {
+                    roundtrip::transcript(&dir).map_err(Failed::from)
+                }
+            }));
+        }
+    }
+    if roundtrips && !update {
+        trials.push(Trial::test("portable/generated_store::export_roundtrip", || {
+            generated::run().map_err(Failed::from)
+        }));
     }
     trials
 }
@@ -204,5 +229,8 @@ fn main() -> ExitCode {
         }
     };
     let args = Arguments::from_iter(rest);
-    libtest_mimic::run(&args, trials(root, &transports, &schemas)).exit_code()
+    // The round trips exercise this crate in process; the extra TCP pass of the suite need
+    // not repeat them.
+    let roundtrips = transports.iter().any(|t| t.name() == "inprocess") && options.daemon_listen.is_none();
+    libtest_mimic::run(&args, trials(root, &transports, &schemas, roundtrips)).exit_code()
 }

@@ -319,7 +319,10 @@ fn the_schema_operation_serves_a_superset_of_the_reference_bundle() {
         theirs.sort();
         let mut ours_sorted = ours.clone();
         ours_sorted.sort();
-        assert_eq!(ours_sorted, theirs, "{group}: the reference's operations plus the extensions");
+        assert_eq!(
+            ours_sorted, theirs,
+            "{group}: the reference's operations plus the extensions"
+        );
     }
     let examples: Vec<Value> = serde_json::from_str(include_str!("../protocol/schema/testdata/requests.json")).unwrap();
     let (reference_request, our_request) = (compile(&reference["request"]), compile(&served["request"]));

@@ -103,7 +103,11 @@ impl ArtifactRow {
     /// revision is [`StoreError::Purged`].
     pub fn read_content(&self, blobs: &BlobStore) -> StoreResult<Vec<u8>> {
         if self.purged {
-            return Err(super::tombstone::purged_error("artifact", &self.artifact_id, Some(&self.revision_id)));
+            return Err(super::tombstone::purged_error(
+                "artifact",
+                &self.artifact_id,
+                Some(&self.revision_id),
+            ));
         }
         let digest = Digest::parse(&self.blob_hash)
             .ok_or_else(|| StoreError::Integrity(format!("invalid blob hash on {}", self.revision_id)))?;

@@ -336,7 +336,9 @@ pub fn with_secure_delete<T>(conn: &Connection, f: impl FnOnce() -> StoreResult<
     let previous: i64 = conn.query_row("PRAGMA secure_delete", [], |r| r.get(0))?;
     conn.query_row("PRAGMA secure_delete = ON", [], |r| r.get::<_, i64>(0))?;
     let result = f();
-    let _ = conn.query_row(&format!("PRAGMA secure_delete = {previous}"), [], |r| r.get::<_, i64>(0));
+    let _ = conn.query_row(&format!("PRAGMA secure_delete = {previous}"), [], |r| {
+        r.get::<_, i64>(0)
+    });
     result
 }
 
@@ -350,9 +352,11 @@ const CHECKPOINT_PATIENCE: std::time::Duration = std::time::Duration::from_secs(
 pub fn scrub(conn: &Connection, blobs: &BlobStore, entity_id: &str) -> StoreResult<Value> {
     with_secure_delete(conn, || {
         let mut erasure = conn
-            .query_row("SELECT erasure_json FROM purges WHERE entity_id = ?1", [entity_id], |r| {
-                r.get::<_, String>(0)
-            })
+            .query_row(
+                "SELECT erasure_json FROM purges WHERE entity_id = ?1",
+                [entity_id],
+                |r| r.get::<_, String>(0),
+            )
             .optional()?
             .and_then(|text| serde_json::from_str::<Value>(&text).ok())
             .unwrap_or_else(|| json!({}));

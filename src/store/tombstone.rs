@@ -142,7 +142,12 @@ pub fn purged_error(entity_type: &'static str, entity_id: &str, revision_id: Opt
 }
 
 /// [`purged_error`] with the tombstone's time and reason.
-pub fn purged_error_from(conn: &Connection, entity_type: &'static str, entity_id: &str, revision_id: Option<&str>) -> StoreError {
+pub fn purged_error_from(
+    conn: &Connection,
+    entity_type: &'static str,
+    entity_id: &str,
+    revision_id: Option<&str>,
+) -> StoreError {
     match load(conn, entity_id) {
         Ok(Some(tombstone)) => StoreError::Purged {
             entity_type,
@@ -194,7 +199,9 @@ pub fn mentions(conn: &Connection, ids: &[String]) -> StoreResult<Vec<PurgedMent
 /// Entities whose physical erasure has not completed.
 pub fn incomplete(conn: &Connection) -> StoreResult<Vec<String>> {
     let mut stmt = conn.prepare("SELECT entity_id FROM purges WHERE erased = 0 ORDER BY commit_seq")?;
-    let rows = stmt.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<Vec<_>>>()?;
+    let rows = stmt
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
     Ok(rows)
 }
 
@@ -209,7 +216,9 @@ pub fn check(conn: &Connection, blobs_root: &Path) -> StoreResult<(Vec<Finding>,
     let mut findings: Vec<Finding> = Vec::new();
     let mut pairs = |sql: &str, kind: &'static str, detail: &str| -> StoreResult<()> {
         let mut stmt = conn.prepare(sql)?;
-        let ids = stmt.query_map([], |r| r.get::<_, String>(0))?.collect::<rusqlite::Result<Vec<_>>>()?;
+        let ids = stmt
+            .query_map([], |r| r.get::<_, String>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
         findings.extend(ids.into_iter().map(|id| (kind, id, detail.to_owned())));
         Ok(())
     };
@@ -247,7 +256,10 @@ pub fn check(conn: &Connection, blobs_root: &Path) -> StoreResult<(Vec<Finding>,
         "a purged revision still holds content in its row",
     )?;
     for (revisions, prefix) in [("artifact_revisions", "artifact_"), ("claim_revisions", "claim_")] {
-        for table in super::purge::fts_tables(conn)?.into_iter().filter(|t| t.starts_with(prefix)) {
+        for table in super::purge::fts_tables(conn)?
+            .into_iter()
+            .filter(|t| t.starts_with(prefix))
+        {
             pairs(
                 &format!(
                     "SELECT r.id FROM {revisions} r WHERE r.purged = 1 AND EXISTS (SELECT 1 FROM \"{table}\" f WHERE f.rowid = r.seq)"
@@ -262,7 +274,9 @@ pub fn check(conn: &Connection, blobs_root: &Path) -> StoreResult<(Vec<Finding>,
          WHERE t.entity_type = 'artifact' AND NOT EXISTS (
              SELECT 1 FROM artifact_revisions r WHERE r.blob_hash = p.blake3 AND r.purged = 0 AND r.inline_blob IS NULL)",
     )?;
-    let digests = stmt.query_map([], |r| r.get::<_, String>(0))?.collect::<rusqlite::Result<Vec<_>>>()?;
+    let digests = stmt
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
     for hex in digests {
         if let Some(digest) = Digest::parse(&hex)
             && blobs_root.join(digest.relative_path()).exists()

@@ -298,7 +298,10 @@ fn check_heads(conn: &Connection, f: &mut Findings) -> StoreResult<()> {
 fn check_fts(conn: &Connection, f: &mut Findings, revisions: &str, fts: &str) -> StoreResult<u64> {
     // A purged revision has no index row (its content is erased); one it still had would be
     // reported as an orphan.
-    let seqs = column_i64(conn, &format!("SELECT seq FROM {revisions} WHERE purged = 0 ORDER BY seq"))?;
+    let seqs = column_i64(
+        conn,
+        &format!("SELECT seq FROM {revisions} WHERE purged = 0 ORDER BY seq"),
+    )?;
     let rows = column_i64(conn, &format!("SELECT rowid FROM {fts} ORDER BY rowid"))?;
     let revision_of = |seq: i64| -> StoreResult<String> {
         Ok(conn
@@ -512,7 +515,9 @@ struct Referenced {
 }
 
 fn check_blobs(conn: &Connection, root: &Path, f: &mut Findings) -> StoreResult<()> {
-    let total: i64 = conn.query_row("SELECT count(*) FROM artifact_revisions WHERE purged = 0", [], |r| r.get(0))?;
+    let total: i64 = conn.query_row("SELECT count(*) FROM artifact_revisions WHERE purged = 0", [], |r| {
+        r.get(0)
+    })?;
     let mut progress = Progress::new("verify: artifact revisions", total.max(0) as u64);
     let mut external: HashMap<Digest, Referenced> = HashMap::new();
     let mut stmt = conn.prepare(

@@ -52,7 +52,13 @@ struct PurgeFlags {
 }
 
 pub(crate) fn artifact_purge(args: ArtifactPurgeArgs, global: &GlobalArgs) -> Response {
-    purge(Operation::ArtifactPurge, "artifact_id", args.artifact_id, args.flags, global)
+    purge(
+        Operation::ArtifactPurge,
+        "artifact_id",
+        args.artifact_id,
+        args.flags,
+        global,
+    )
 }
 
 pub(crate) fn claim_purge(args: ClaimPurgeArgs, global: &GlobalArgs) -> Response {
@@ -125,8 +131,7 @@ pub(crate) fn export(args: ExportArgs, _global: &GlobalArgs) -> Response {
                 reason: args.reason,
             }
         };
-        let report =
-            export::export(&data_dir, &dest, &scope, true).map_err(|e| failure(&request_id, e))?;
+        let report = export::export(&data_dir, &dest, &scope, true).map_err(|e| failure(&request_id, e))?;
         let manifest = &report.manifest;
         let records: Map<String, Value> = manifest
             .files
@@ -176,10 +181,17 @@ pub(crate) fn import(args: ImportArgs, global: &GlobalArgs) -> Response {
     let request_id = new_request_id();
     settle((|| {
         let source = absolute(&args.src, &request_id)?;
-        let mode = if args.merge { ImportMode::Merge } else { ImportMode::IntoEmpty };
+        let mode = if args.merge {
+            ImportMode::Merge
+        } else {
+            ImportMode::IntoEmpty
+        };
         let Some(data_dir) = args.data_dir else {
             let Some(source) = source.to_str() else {
-                return Err(invalid(format_args!("import source {} is not valid UTF-8", source.display())));
+                return Err(invalid(format_args!(
+                    "import source {} is not valid UTF-8",
+                    source.display()
+                )));
             };
             let input = json!({"source": source, "mode": mode});
             return Ok(Call::new(Operation::Import, input).send(global));
@@ -225,7 +237,10 @@ fn ambient_context(request_id: &str) -> Result<crate::protocol::AmbientContext, 
     serde_json::from_value(request["context"].clone()).map_err(|e| {
         Response::failure(
             request_id,
-            ErrorBody::new(crate::protocol::ErrorCode::InternalError, format!("resolved context: {e}")),
+            ErrorBody::new(
+                crate::protocol::ErrorCode::InternalError,
+                format!("resolved context: {e}"),
+            ),
         )
     })
 }

@@ -39,13 +39,27 @@ pub const EARLIER_COPIES_RETAIN_CONTENT: &str = "EARLIER_COPIES_RETAIN_CONTENT";
 pub(super) fn artifact_purge(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
     let input: ArtifactPurgeInput = call.input()?;
     validate::id("artifact_id", &input.artifact_id)?;
-    purge(service, call, EntityKind::Artifact, input.artifact_id, input.reason, input.actor)
+    purge(
+        service,
+        call,
+        EntityKind::Artifact,
+        input.artifact_id,
+        input.reason,
+        input.actor,
+    )
 }
 
 pub(super) fn claim_purge(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
     let input: ClaimPurgeInput = call.input()?;
     validate::id("claim_id", &input.claim_id)?;
-    purge(service, call, EntityKind::Claim, input.claim_id, input.reason, input.actor)
+    purge(
+        service,
+        call,
+        EntityKind::Claim,
+        input.claim_id,
+        input.reason,
+        input.actor,
+    )
 }
 
 /// How the transaction ended.

@@ -21,7 +21,10 @@ use rusqlite::{Connection, OpenFlags, params_from_iter};
 use serde::Serialize;
 
 use super::records::{self, ArtifactRevisionRecord, TombstoneRecord};
-use super::{BLOBS_DIR, BlobsEntry, FORMAT, FORMAT_VERSION, FileEntry, MANIFEST_FILE, Manifest, Producer, RECORD_FILES, RecordFile, Scope};
+use super::{
+    BLOBS_DIR, BlobsEntry, FORMAT, FORMAT_VERSION, FileEntry, MANIFEST_FILE, Manifest, Producer, RECORD_FILES,
+    RecordFile, Scope,
+};
 use crate::blob::{self, Digest};
 use crate::fsutil;
 use crate::progress::Progress;
@@ -82,7 +85,11 @@ fn check_destination(data_dir: &Path, destination: &Path) -> StoreResult<PathBuf
             destination.display()
         )));
     };
-    let parent = if parent.as_os_str().is_empty() { Path::new(".") } else { parent };
+    let parent = if parent.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        parent
+    };
     fs::create_dir_all(parent)?;
     let parent = parent.canonicalize()?;
     if let Ok(data_dir) = data_dir.canonicalize()
@@ -102,7 +109,10 @@ fn check_destination(data_dir: &Path, destination: &Path) -> StoreResult<PathBuf
 fn open_snapshot(data_dir: &Path) -> StoreResult<Connection> {
     let db = data_dir.join(DB_FILE);
     if !db.is_file() {
-        return Err(StoreError::Config(format!("no Memoree store at {}", data_dir.display())));
+        return Err(StoreError::Config(format!(
+            "no Memoree store at {}",
+            data_dir.display()
+        )));
     }
     let conn = Connection::open_with_flags(&db, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
@@ -176,9 +186,18 @@ fn select(conn: &Connection, ambient: &scope::Owner, horizon: crate::protocol::H
         conn.execute(&sql.replace("{visible}", &predicate), params_from_iter(params))?;
         Ok(())
     };
-    visible("rel", "INSERT OR IGNORE INTO x_relations SELECT rel.id FROM relations rel WHERE {visible}")?;
-    visible("a", "INSERT OR IGNORE INTO x_entities SELECT a.id FROM artifacts a WHERE {visible}")?;
-    visible("c", "INSERT OR IGNORE INTO x_entities SELECT c.id FROM claims c WHERE {visible}")?;
+    visible(
+        "rel",
+        "INSERT OR IGNORE INTO x_relations SELECT rel.id FROM relations rel WHERE {visible}",
+    )?;
+    visible(
+        "a",
+        "INSERT OR IGNORE INTO x_entities SELECT a.id FROM artifacts a WHERE {visible}",
+    )?;
+    visible(
+        "c",
+        "INSERT OR IGNORE INTO x_entities SELECT c.id FROM claims c WHERE {visible}",
+    )?;
     conn.execute_batch(
         "INSERT OR IGNORE INTO x_entities SELECT source_id FROM relations WHERE id IN (SELECT id FROM x_relations);
          INSERT OR IGNORE INTO x_entities SELECT target_id FROM relations WHERE id IN (SELECT id FROM x_relations);
@@ -311,7 +330,9 @@ fn write_archive(
         count: 0,
         bytes: 0,
     };
-    fs::DirBuilder::new().mode(fsutil::PRIVATE_DIR_MODE).create(&blobs.root)?;
+    fs::DirBuilder::new()
+        .mode(fsutil::PRIVATE_DIR_MODE)
+        .create(&blobs.root)?;
     let mut files = Vec::new();
     for file in &RECORD_FILES {
         let mut out = Jsonl::create(staging, file)?;

@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 
 use super::import::{ImportReport, Mode};
 use crate::fsutil;
-use crate::store::backup::{summarize, sync_tree};
+use crate::store::Store;
+use crate::store::backup::sync_tree;
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::restore::{check_target, not_empty};
-use crate::store::Store;
 
 /// Prefix of the staging directory created next to the target.
 pub const STAGING_PREFIX: &str = ".memoree-import-stage-";
@@ -35,19 +35,12 @@ pub fn import_into_new_data_dir(archive: &Path, data_dir: &Path, show_progress: 
         .tempdir_in(&parent)?;
     fs::set_permissions(staging.path(), fs::Permissions::from_mode(fsutil::PRIVATE_DIR_MODE))?;
     drop(manifest);
+    // The import verifies the store inside its transaction before committing.
     let store = Store::open(staging.path())?;
     let imported = store.import(archive, Mode::IntoEmpty, show_progress);
-    let verified = store.verify();
     store.shutdown();
     drop(store);
     let report = imported?;
-    let verified = verified?;
-    if !verified.is_ok() {
-        return Err(StoreError::Integrity(format!(
-            "the imported store failed verification: {}",
-            summarize(&verified)
-        )));
-    }
     sync_tree(staging.path())?;
     if target_exists {
         fs::remove_dir(data_dir).map_err(|e| not_empty(data_dir, e))?;

@@ -36,7 +36,10 @@ use super::records::{
     self, ArtifactRecord, ArtifactRevisionRecord, ClaimRecord, ClaimRevisionRecord, ConflictCaseRecord,
     ConflictEventRecord, EventRecord, RelationRecord, ReplayRecord, TombstoneRecord, db_time, db_time_opt,
 };
-use super::{ArchiveError, BLOBS_DIR, FORMAT, FORMAT_VERSION, FileEntry, MANIFEST_FILE, MAX_LINE_BYTES, Manifest, RECORD_FILES, RecordFile};
+use super::{
+    ArchiveError, BLOBS_DIR, FORMAT, FORMAT_VERSION, FileEntry, MANIFEST_FILE, MAX_LINE_BYTES, Manifest, RECORD_FILES,
+    RecordFile,
+};
 use crate::blob::{BlobStore, Digest};
 use crate::progress::Progress;
 use crate::protocol::limits;
@@ -124,8 +127,8 @@ pub fn read_manifest(archive: &Path) -> StoreResult<Manifest> {
         Some(version) if version >= 1 => {}
         _ => return Err(ArchiveError::Malformed(format!("{MANIFEST_FILE} has no valid format_version")).into()),
     }
-    let manifest: Manifest = serde_json::from_value(value)
-        .map_err(|e| ArchiveError::Malformed(format!("{MANIFEST_FILE}: {e}")))?;
+    let manifest: Manifest =
+        serde_json::from_value(value).map_err(|e| ArchiveError::Malformed(format!("{MANIFEST_FILE}: {e}")))?;
     for file in &RECORD_FILES {
         match manifest.file(file) {
             Some(entry) if entry.record_type == file.record_type => {}
@@ -213,10 +216,9 @@ fn apply(
             |r| r.get(0),
         )?;
         if held > 0 || target_last > 0 {
-            return Err(ArchiveError::TargetNotEmpty(format!(
-                "it holds {held} records at commit_seq {target_last}"
-            ))
-            .into());
+            return Err(
+                ArchiveError::TargetNotEmpty(format!("it holds {held} records at commit_seq {target_last}")).into(),
+            );
         }
     }
     let total: u64 = manifest.files.iter().map(|entry| entry.records).sum();
@@ -287,7 +289,9 @@ impl Importer<'_> {
              DELETE FROM temp.import_seq;",
         )?;
         for (index, file) in RECORD_FILES.iter().enumerate() {
-            let entry = manifest.file(file).ok_or_else(|| ArchiveError::Malformed(format!("{} is not listed", file.name)))?;
+            let entry = manifest
+                .file(file)
+                .ok_or_else(|| ArchiveError::Malformed(format!("{} is not listed", file.name)))?;
             self.file(index, file, entry)?;
         }
         if self.collision_count > 0 {
@@ -332,7 +336,10 @@ impl Importer<'_> {
             records += 1;
             if line.last() != Some(&b'\n') {
                 let error = if n as u64 > MAX_LINE_BYTES {
-                    ArchiveError::Malformed(format!("{} line {records} is longer than {MAX_LINE_BYTES} bytes", file.name))
+                    ArchiveError::Malformed(format!(
+                        "{} line {records} is longer than {MAX_LINE_BYTES} bytes",
+                        file.name
+                    ))
                 } else {
                     ArchiveError::Damaged(format!("{} ends inside a record (truncated)", file.name))
                 };
@@ -398,28 +405,39 @@ impl Importer<'_> {
 
     /// The store's `commit_seq` for an archive `commit_seq`.
     fn seq(&self, old: i64, what: &str) -> StoreResult<i64> {
-        let mut stmt = self.conn.prepare_cached("SELECT new FROM temp.import_seq WHERE old = ?1")?;
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT new FROM temp.import_seq WHERE old = ?1")?;
         stmt.query_row([old], |r| r.get(0)).optional()?.ok_or_else(|| {
-            ArchiveError::Malformed(format!("{what} names commit_seq {old}, which no event in the archive has")).into()
+            ArchiveError::Malformed(format!(
+                "{what} names commit_seq {old}, which no event in the archive has"
+            ))
+            .into()
         })
     }
 
     fn map_seq(&self, old: i64, new: i64) -> StoreResult<()> {
-        let mut stmt = self.conn.prepare_cached("INSERT INTO temp.import_seq (old, new) VALUES (?1, ?2)")?;
+        let mut stmt = self
+            .conn
+            .prepare_cached("INSERT INTO temp.import_seq (old, new) VALUES (?1, ?2)")?;
         stmt.execute([old, new])?;
         Ok(())
     }
 
     fn event(&mut self, record: EventRecord) -> StoreResult<Presence> {
         if record.commit_seq <= self.last_event_seq {
-            return Err(ArchiveError::Malformed(format!(
-                "event {} is out of commit_seq order",
-                record.event_id
-            ))
-            .into());
+            return Err(
+                ArchiveError::Malformed(format!("event {} is out of commit_seq order", record.event_id)).into(),
+            );
         }
         self.last_event_seq = record.commit_seq;
-        let existing = records::one(self.conn, records::EVENT_SELECT, "e.event_id", &record.event_id, records::event)?;
+        let existing = records::one(
+            self.conn,
+            records::EVENT_SELECT,
+            "e.event_id",
+            &record.event_id,
+            records::event,
+        )?;
         if let Some(existing) = existing {
             let mapped = existing.commit_seq;
             let same = EventRecord {
@@ -452,7 +470,13 @@ impl Importer<'_> {
     }
 
     fn artifact(&mut self, record: ArtifactRecord) -> StoreResult<Presence> {
-        let existing = records::one(self.conn, records::ARTIFACT_SELECT, "a.id", &record.artifact_id, records::artifact)?;
+        let existing = records::one(
+            self.conn,
+            records::ARTIFACT_SELECT,
+            "a.id",
+            &record.artifact_id,
+            records::artifact,
+        )?;
         let presence = presence(existing, &record);
         if !matches!(presence, Presence::New) {
             return Ok(presence);
@@ -493,7 +517,10 @@ impl Importer<'_> {
             return Ok(presence);
         }
         let digest = Digest::parse(&record.blob_hash).ok_or_else(|| {
-            ArchiveError::Malformed(format!("artifact revision {} has an invalid blob_hash", record.revision_id))
+            ArchiveError::Malformed(format!(
+                "artifact revision {} has an invalid blob_hash",
+                record.revision_id
+            ))
         })?;
         let (inline, encoding): (Option<Vec<u8>>, i64) = if record.purged {
             if !record.title.is_empty() || record.provenance != Value::Object(Default::default()) {
@@ -507,7 +534,9 @@ impl Importer<'_> {
         } else {
             let bytes = self.blob(&digest, record.size_bytes, &record.revision_id)?;
             if bytes.len() <= limits::INLINE_BLOB_MAX_BYTES {
-                let inline = BlobRef::inline(&bytes).inline.map(|i| (i.stored, i64::from(i.encoding.code())));
+                let inline = BlobRef::inline(&bytes)
+                    .inline
+                    .map(|i| (i.stored, i64::from(i.encoding.code())));
                 let (stored, code) = inline.unwrap_or_default();
                 (Some(stored), code)
             } else {
@@ -548,7 +577,9 @@ impl Importer<'_> {
         let hex = digest.to_hex();
         let path = self.archive.join(BLOBS_DIR).join(&hex[..2]).join(&hex);
         if size > limits::MAX_ARTIFACT_BYTES as u64 {
-            return Err(ArchiveError::Malformed(format!("artifact revision {revision} is larger than any artifact")).into());
+            return Err(
+                ArchiveError::Malformed(format!("artifact revision {revision} is larger than any artifact")).into(),
+            );
         }
         let bytes = match File::open(&path) {
             Ok(file) => {
@@ -557,7 +588,10 @@ impl Importer<'_> {
                 bytes
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(ArchiveError::Damaged(format!("the blob of artifact revision {revision} ({hex}) is missing")).into());
+                return Err(ArchiveError::Damaged(format!(
+                    "the blob of artifact revision {revision} ({hex}) is missing"
+                ))
+                .into());
             }
             Err(e) => return Err(e.into()),
         };
@@ -572,7 +606,13 @@ impl Importer<'_> {
     }
 
     fn claim(&mut self, record: ClaimRecord) -> StoreResult<Presence> {
-        let existing = records::one(self.conn, records::CLAIM_SELECT, "c.id", &record.claim_id, records::claim)?;
+        let existing = records::one(
+            self.conn,
+            records::CLAIM_SELECT,
+            "c.id",
+            &record.claim_id,
+            records::claim,
+        )?;
         let presence = presence(existing, &record);
         if !matches!(presence, Presence::New) {
             return Ok(presence);
@@ -643,7 +683,13 @@ impl Importer<'_> {
 
     fn relation(&mut self, mut record: RelationRecord) -> StoreResult<Presence> {
         record.commit_seq = self.seq(record.commit_seq, &format!("relation {}", record.relation_id))?;
-        let existing = records::one(self.conn, records::RELATION_SELECT, "rel.id", &record.relation_id, records::relation)?;
+        let existing = records::one(
+            self.conn,
+            records::RELATION_SELECT,
+            "rel.id",
+            &record.relation_id,
+            records::relation,
+        )?;
         let presence = presence(existing, &record);
         if !matches!(presence, Presence::New) {
             return Ok(presence);
@@ -735,8 +781,10 @@ impl Importer<'_> {
     }
 
     fn conflict_event(&mut self, mut record: ConflictEventRecord) -> StoreResult<Presence> {
-        record.operation_commit_seq =
-            self.seq(record.operation_commit_seq, &format!("conflict event {}", record.event_id))?;
+        record.operation_commit_seq = self.seq(
+            record.operation_commit_seq,
+            &format!("conflict event {}", record.event_id),
+        )?;
         let existing = records::one(
             self.conn,
             records::CONFLICT_EVENT_SELECT,
@@ -768,7 +816,13 @@ impl Importer<'_> {
 
     fn replay(&mut self, mut record: ReplayRecord) -> StoreResult<Presence> {
         record.commit_seq = self.seq(record.commit_seq, "a replay record")?;
-        let existing = records::one(self.conn, records::REPLAY_SELECT, "i.scoped_key", &record.scoped_key, records::replay)?;
+        let existing = records::one(
+            self.conn,
+            records::REPLAY_SELECT,
+            "i.scoped_key",
+            &record.scoped_key,
+            records::replay,
+        )?;
         match presence(existing, &record) {
             Presence::New => {}
             Presence::Same => return Ok(Presence::Same),
@@ -796,7 +850,13 @@ impl Importer<'_> {
 
     fn tombstone(&mut self, mut record: TombstoneRecord) -> StoreResult<Presence> {
         record.commit_seq = self.seq(record.commit_seq, &format!("the tombstone of {}", record.entity_id))?;
-        let existing = match records::one(self.conn, records::TOMBSTONE_SELECT, "p.entity_id", &record.entity_id, records::tombstone)? {
+        let existing = match records::one(
+            self.conn,
+            records::TOMBSTONE_SELECT,
+            "p.entity_id",
+            &record.entity_id,
+            records::tombstone,
+        )? {
             Some(mut existing) => {
                 existing.revisions = records::tombstone_revisions(self.conn, &existing.entity_id)?;
                 // The physical erasure report describes the store that did the erasing.

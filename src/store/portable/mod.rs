@@ -42,16 +42,46 @@ pub struct RecordFile {
 
 /// Every record file, in the order they are written and imported (referenced records first).
 pub const RECORD_FILES: [RecordFile; 10] = [
-    RecordFile { name: "events.jsonl", record_type: "event" },
-    RecordFile { name: "artifacts.jsonl", record_type: "artifact" },
-    RecordFile { name: "artifact_revisions.jsonl", record_type: "artifact_revision" },
-    RecordFile { name: "claims.jsonl", record_type: "claim" },
-    RecordFile { name: "claim_revisions.jsonl", record_type: "claim_revision" },
-    RecordFile { name: "relations.jsonl", record_type: "relation" },
-    RecordFile { name: "conflict_cases.jsonl", record_type: "conflict_case" },
-    RecordFile { name: "conflict_events.jsonl", record_type: "conflict_event" },
-    RecordFile { name: "replays.jsonl", record_type: "replay" },
-    RecordFile { name: "tombstones.jsonl", record_type: "tombstone" },
+    RecordFile {
+        name: "events.jsonl",
+        record_type: "event",
+    },
+    RecordFile {
+        name: "artifacts.jsonl",
+        record_type: "artifact",
+    },
+    RecordFile {
+        name: "artifact_revisions.jsonl",
+        record_type: "artifact_revision",
+    },
+    RecordFile {
+        name: "claims.jsonl",
+        record_type: "claim",
+    },
+    RecordFile {
+        name: "claim_revisions.jsonl",
+        record_type: "claim_revision",
+    },
+    RecordFile {
+        name: "relations.jsonl",
+        record_type: "relation",
+    },
+    RecordFile {
+        name: "conflict_cases.jsonl",
+        record_type: "conflict_case",
+    },
+    RecordFile {
+        name: "conflict_events.jsonl",
+        record_type: "conflict_event",
+    },
+    RecordFile {
+        name: "replays.jsonl",
+        record_type: "replay",
+    },
+    RecordFile {
+        name: "tombstones.jsonl",
+        record_type: "tombstone",
+    },
 ];
 
 /// The manifest: what the archive holds and how to check it.
@@ -141,7 +171,9 @@ impl ArchiveError {
             ArchiveError::Damaged(_) => {
                 "Nothing was imported. Copy the archive again from its source, or export again; a partial copy is refused."
             }
-            ArchiveError::Malformed(_) => "Nothing was imported. The archive was not written by a compatible memoree export.",
+            ArchiveError::Malformed(_) => {
+                "Nothing was imported. The archive was not written by a compatible memoree export."
+            }
             ArchiveError::Collision { .. } => {
                 "Nothing was imported. Those ids already hold different memory here; import into another store, or remove the conflicting source records before exporting."
             }
