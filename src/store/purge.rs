@@ -344,7 +344,11 @@ pub fn with_secure_delete<T>(conn: &Connection, f: impl FnOnce() -> StoreResult<
 
 /// How long [`scrub`] waits for readers holding an older snapshot before it reports the
 /// WAL as not yet truncated.
-const CHECKPOINT_PATIENCE: std::time::Duration = std::time::Duration::from_secs(20);
+const CHECKPOINT_PATIENCE: std::time::Duration = if cfg!(test) {
+    std::time::Duration::from_secs(1)
+} else {
+    std::time::Duration::from_secs(20)
+};
 
 /// Physically erases what [`purge`] made unreachable, on the writer connection outside any
 /// transaction (see the module documentation). Returns the tombstone's final erasure

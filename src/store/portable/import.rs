@@ -283,10 +283,15 @@ fn presence<T: PartialEq>(existing: Option<T>, record: &T) -> Presence {
 impl Importer<'_> {
     fn run(&mut self, manifest: &Manifest) -> StoreResult<ImportReport> {
         // Archive `commit_seq` → store `commit_seq`, one row per event, in a temporary
-        // table so memory stays bounded whatever the archive's size.
+        // table so memory stays bounded whatever the archive's size. `events.event_id` has no
+        // index (the write path never looks it up), so the store's event ids are copied into
+        // an indexed temporary table once instead of scanning `events` per archive event.
         self.conn.execute_batch(
             "CREATE TEMP TABLE IF NOT EXISTS import_seq (old INTEGER PRIMARY KEY, new INTEGER NOT NULL);
-             DELETE FROM temp.import_seq;",
+             DELETE FROM temp.import_seq;
+             CREATE TEMP TABLE IF NOT EXISTS import_events (event_id TEXT PRIMARY KEY, commit_seq INTEGER NOT NULL) WITHOUT ROWID;
+             DELETE FROM temp.import_events;
+             INSERT INTO temp.import_events SELECT event_id, commit_seq FROM main.events;",
         )?;
         for (index, file) in RECORD_FILES.iter().enumerate() {
             let entry = manifest
@@ -313,7 +318,8 @@ impl Importer<'_> {
             .into());
         }
         self.report.last_commit_seq = self.next_seq;
-        self.conn.execute_batch("DROP TABLE temp.import_seq")?;
+        self.conn
+            .execute_batch("DROP TABLE temp.import_seq; DROP TABLE temp.import_events;")?;
         Ok(self.report.clone())
     }
 
@@ -431,13 +437,15 @@ impl Importer<'_> {
             );
         }
         self.last_event_seq = record.commit_seq;
-        let existing = records::one(
-            self.conn,
-            records::EVENT_SELECT,
-            "e.event_id",
-            &record.event_id,
-            records::event,
-        )?;
+        let existing_seq: Option<i64> = self
+            .conn
+            .prepare_cached("SELECT commit_seq FROM temp.import_events WHERE event_id = ?1")?
+            .query_row([&record.event_id], |r| r.get(0))
+            .optional()?;
+        let existing = match existing_seq {
+            Some(seq) => records::one(self.conn, records::EVENT_SELECT, "e.commit_seq", seq, records::event)?,
+            None => None,
+        };
         if let Some(existing) = existing {
             let mapped = existing.commit_seq;
             let same = EventRecord {

@@ -439,7 +439,7 @@ pub fn one<T>(
     conn: &Connection,
     select: &str,
     key: &str,
-    id: &str,
+    id: impl rusqlite::ToSql,
     map: fn(&Row<'_>) -> rusqlite::Result<T>,
 ) -> StoreResult<Option<T>> {
     let mut stmt = conn.prepare_cached(&format!("{select} WHERE {key} = ?1"))?;

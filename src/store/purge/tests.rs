@@ -278,3 +278,21 @@ fn fts_tables_lists_every_fts5_table_and_no_vocabulary_table() {
     assert_eq!(virtual_module("create virtual table x using fts5 (a)"), Some("fts5"));
     assert_eq!(virtual_module("CREATE TABLE x (a)"), None);
 }
+
+#[test]
+fn a_reader_holding_an_old_snapshot_leaves_the_erasure_incomplete_until_it_is_finished() {
+    let t = TestStore::new();
+    let row = t.put("held", format!("held {SECRET}").as_bytes());
+    let reader = t.raw();
+    reader.execute_batch("BEGIN").unwrap();
+    assert_eq!(count(&reader, "SELECT count(*) FROM artifacts"), 1);
+    let tombstone = purge_now(&t.store, EntityKind::Artifact, &row.artifact_id);
+    assert!(!tombstone.erased, "the WAL cannot be truncated under an open snapshot");
+    assert_eq!(tombstone.erasure["wal_truncated"], false);
+    assert!(t.store.verify().unwrap().has(kind::PURGE_INCOMPLETE));
+    reader.execute_batch("COMMIT").unwrap();
+    drop(reader);
+    assert_eq!(t.store.resume_purges().unwrap(), vec![row.artifact_id.clone()]);
+    assert!(t.store.verify().unwrap().is_ok());
+    assert!(files_holding(&t.data_dir(), SECRET.as_bytes()).is_empty());
+}
