@@ -143,6 +143,8 @@ fn copy_tree(from: &Path, to: &Path) {
 }
 
 /// Runs the binary with `args`, returning its wall time and peak RSS in MiB (from `wait4`).
+// The child is reaped by `wait4`, which clippy cannot see.
+#[allow(clippy::zombie_processes)]
 fn measured(args: &[&str], home: &Path) -> (Duration, f64) {
     let started = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_memoree"))

@@ -32,8 +32,8 @@ fn owner(index: usize) -> Owner {
     Owner {
         workspace_id: "wsp_gen".to_owned(),
         project_id: format!("prj_gen{}", index % 3),
-        task_id: (index % 7 == 0).then(|| "tsk_gen".to_owned()),
-        component: (index % 5 == 0).then(|| "api".to_owned()),
+        task_id: index.is_multiple_of(7).then(|| "tsk_gen".to_owned()),
+        component: index.is_multiple_of(5).then(|| "api".to_owned()),
     }
 }
 
@@ -66,7 +66,7 @@ fn new_revision(service: &Service, index: usize, bytes: Vec<u8>) -> Result<NewRe
         body_text: artifact::body_text("text/markdown", &bytes),
         blob,
         provenance_json: json!({"generator": "roundtrip", "index": index}).to_string(),
-        actor: (index % 4 == 0).then(|| "generator".to_owned()),
+        actor: index.is_multiple_of(4).then(|| "generator".to_owned()),
     })
 }
 

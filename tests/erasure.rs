@@ -38,7 +38,7 @@ impl Secret {
             raw.clone(),
             hex.clone().into_bytes(),
             hex.to_uppercase().into_bytes(),
-            hex[32..].as_bytes().to_vec(),
+            hex.as_bytes()[32..].to_vec(),
             base64.clone().into_bytes(),
             url.into_bytes(),
         ];
@@ -46,7 +46,7 @@ impl Secret {
         for fragment in base64.split(|c: char| !c.is_ascii_alphanumeric()) {
             if fragment.len() >= 12 {
                 let lower = fragment.to_lowercase();
-                needles.push(lower[lower.len() - 10..].as_bytes().to_vec());
+                needles.push(lower.as_bytes()[lower.len() - 10..].to_vec());
                 needles.push(lower.into_bytes());
             }
         }
