@@ -71,10 +71,43 @@ fn purge(op: Operation, field: &str, id: String, flags: PurgeFlags, global: &Glo
         input.insert(field.to_owned(), Value::from(id));
         input.insert("reason".to_owned(), Value::from(flags.reason));
         insert_actor(&mut input)?;
-        Ok(Call::new(op, Value::Object(input))
-            .idempotency_key(flags.idempotency_key)
-            .send(global))
+        let call = Call::new(op, Value::Object(input)).idempotency_key(flags.idempotency_key);
+        Ok(send_patiently(&call, global))
     })())
+}
+
+/// How long a purge or an import may take before the client gives up waiting: both rewrite
+/// or verify the whole store, which takes time proportional to its size.
+const LONG_OPERATION: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// [`Call::send`] over the usual transport, but with read and exchange timeouts long
+/// enough for work proportional to the store's size.
+fn send_patiently(call: &Call, global: &GlobalArgs) -> Response {
+    use crate::client::autostart::{Autostart, Launcher};
+    use crate::client::socket::{ClientTimeouts, SocketClient};
+    use crate::client::{ClientError, Transport};
+    let timeouts = ClientTimeouts {
+        read: LONG_OPERATION,
+        exchange: LONG_OPERATION,
+        ..ClientTimeouts::default()
+    };
+    let transport = (|| -> Result<Box<dyn Transport>, ClientError> {
+        if let Some(text) = &global.endpoint {
+            let endpoint = crate::paths::Endpoint::parse(text).map_err(|e| ClientError::Config(e.to_string()))?;
+            return Ok(Box::new(SocketClient::new(endpoint).with_timeouts(timeouts)));
+        }
+        let paths = Paths::from_env().map_err(|e| ClientError::Config(e.to_string()))?;
+        if global.no_autostart {
+            return Ok(Box::new(SocketClient::new(paths.default_endpoint()).with_timeouts(timeouts)));
+        }
+        let launcher = Launcher::for_paths(&paths)?;
+        let client = SocketClient::new(launcher.endpoint.clone()).with_timeouts(timeouts);
+        Ok(Box::new(Autostart::new(client, launcher)))
+    })();
+    match transport {
+        Ok(transport) => call.send_via(transport.as_ref()),
+        Err(error) => error.to_response(call.to_value()["request_id"].as_str().unwrap_or_default()),
+    }
 }
 
 /// Write a portable, verified-on-import archive of the store (spec/export-v1.md).
@@ -194,7 +227,7 @@ pub(crate) fn import(args: ImportArgs, global: &GlobalArgs) -> Response {
                 )));
             };
             let input = json!({"source": source, "mode": mode});
-            return Ok(Call::new(Operation::Import, input).send(global));
+            return Ok(send_patiently(&Call::new(Operation::Import, input), global));
         };
         let report = fresh::import_into_new_data_dir(&source, &data_dir, true).map_err(|e| failure(&request_id, e))?;
         let mut result = crate::service::to_value(crate::service::import_result(
