@@ -98,7 +98,9 @@ fn send_patiently(call: &Call, global: &GlobalArgs) -> Response {
         }
         let paths = Paths::from_env().map_err(|e| ClientError::Config(e.to_string()))?;
         if global.no_autostart {
-            return Ok(Box::new(SocketClient::new(paths.default_endpoint()).with_timeouts(timeouts)));
+            return Ok(Box::new(
+                SocketClient::new(paths.default_endpoint()).with_timeouts(timeouts),
+            ));
         }
         let launcher = Launcher::for_paths(&paths)?;
         let client = SocketClient::new(launcher.endpoint.clone()).with_timeouts(timeouts);

@@ -85,5 +85,5 @@ pub(crate) fn dispatch(service: &Service, call: &Call<'_>) -> Result<Output, Ser
         Operation::ClaimPurge => purge::claim_purge(service, call),
         Operation::Import => portable::import(service, call),
     }?;
-    Ok(purge::annotate(service, output))
+    Ok(purge::annotate(service, call.op(), output))
 }

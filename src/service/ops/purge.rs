@@ -8,7 +8,8 @@
 //!
 //! Reads never fail because something they mention was purged: [`annotate`] adds a
 //! `PURGED` warning for each purged entity a result names and an `EVIDENCE_SOURCE_PURGED`
-//! warning for each claim revision whose evidence cites erased content.
+//! warning for each claim revision whose evidence cites erased content (exact gets of the
+//! erased revisions themselves are `NOT_FOUND` with `details.state = "purged"`).
 
 use std::collections::BTreeSet;
 
@@ -18,7 +19,7 @@ use serde_json::{Value, json};
 use crate::protocol::purge::{
     ArtifactPurgeInput, CitingClaim, ClaimPurgeInput, EARLIER_COPIES_NOTICE, PurgeResult, PurgedRevisionRecord,
 };
-use crate::protocol::{Warning, limits};
+use crate::protocol::{Operation, Warning, limits};
 use crate::service::convert::{context_owner, owner_context};
 use crate::service::validate;
 use crate::service::{Call, Output, Service, ServiceError, Written};
@@ -195,9 +196,11 @@ fn purge_result(tombstone: &Tombstone, created: bool) -> PurgeResult {
     }
 }
 
-/// Adds the purge warnings to a read's output (a no-op while the store has no tombstone).
-pub(super) fn annotate(service: &Service, mut output: Output) -> Output {
-    if !service.store().has_purges() || output.commit_seq.is_some() {
+/// Adds the purge warnings to an operation's output (a no-op while the store has no
+/// tombstone, and for the purges themselves, which say what they erased). Mutations get
+/// them too: a replayed acknowledgement of a purged revision shows its erased fields.
+pub(super) fn annotate(service: &Service, op: Operation, mut output: Output) -> Output {
+    if !service.store().has_purges() || matches!(op, Operation::ArtifactPurge | Operation::ClaimPurge) {
         return output;
     }
     let mut ids = BTreeSet::new();
