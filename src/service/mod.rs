@@ -334,6 +334,8 @@ mod tests_admin;
 #[cfg(test)]
 mod tests_graph;
 #[cfg(test)]
+mod tests_purge;
+#[cfg(test)]
 mod tests_retrieval;
 #[cfg(test)]
 mod tests_sweep;

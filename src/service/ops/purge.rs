@@ -34,6 +34,8 @@ use crate::timefmt::db_to_wire;
 pub const PURGED: &str = "PURGED";
 /// Warning code: evidence in this result cites content that was purged.
 pub const EVIDENCE_SOURCE_PURGED: &str = "EVIDENCE_SOURCE_PURGED";
+/// Warning code: the purge is committed but its physical erasure has not completed.
+pub const PURGE_INCOMPLETE: &str = "PURGE_INCOMPLETE";
 /// Warning code on every purge acknowledgement: earlier copies still hold the bytes.
 pub const EARLIER_COPIES_RETAIN_CONTENT: &str = "EARLIER_COPIES_RETAIN_CONTENT";
 
@@ -90,7 +92,7 @@ fn purge(
         actor,
         purged_by: ambient.clone(),
     };
-    let (tombstone, step) = service.store().exclusive(move |conn| {
+    let (tombstone, step, failure) = service.store().exclusive(move |conn| {
         let step = store_purge::with_secure_delete(conn, || {
             store_purge::in_transaction(conn, |tx| {
                 let owner = owner_of(tx.conn(), kind, &request.entity_id)?;
@@ -104,11 +106,17 @@ fn purge(
             })
         })?;
         let mut tombstone = load(conn, &request.entity_id)?;
+        let mut failure = None;
         if !tombstone.erased {
-            store_purge::scrub(conn, &blobs, &request.entity_id)?;
+            // The purge is committed: a failing scrub (a full disk during VACUUM) leaves the
+            // tombstone incomplete and is reported, not turned into an error that would
+            // hide the committed purge from the caller.
+            if let Err(error) = store_purge::scrub(conn, &blobs, &request.entity_id) {
+                failure = Some(error.to_string());
+            }
             tombstone = load(conn, &request.entity_id)?;
         }
-        Ok((tombstone, step))
+        Ok((tombstone, step, failure))
     })?;
     service.store().note_purges();
     let commit_seq = tombstone.commit_seq;
@@ -119,10 +127,14 @@ fn purge(
         message: EARLIER_COPIES_NOTICE.to_owned(),
     });
     if !tombstone.erased {
+        let cause = failure.map_or_else(
+            || "a reader (such as a running export) held an older snapshot, or a concurrent write pinned shared content".to_owned(),
+            |error| format!("the physical erasure failed: {error}"),
+        );
         output.warnings.push(Warning {
-            code: "PURGE_INCOMPLETE".to_owned(),
+            code: PURGE_INCOMPLETE.to_owned(),
             message: format!(
-                "{} {entity_id} is purged, but its bytes may remain in the database files until the erasure completes: a reader (such as a running export) held an older snapshot or a concurrent write pinned shared content. Purge again to finish.",
+                "{} {entity_id} is purged, but its bytes may remain in the database files until the erasure completes ({cause}). Purge again, or restart the daemon, to finish.",
                 kind.as_str()
             ),
         });
