@@ -296,3 +296,75 @@ fn a_reader_holding_an_old_snapshot_leaves_the_erasure_incomplete_until_it_is_fi
     assert!(t.store.verify().unwrap().is_ok());
     assert!(files_holding(&t.data_dir(), SECRET.as_bytes()).is_empty());
 }
+
+/// A schema-1 database (before tombstones) with one external and one inline artifact.
+fn schema_one_store(dir: &Path) {
+    std::fs::create_dir_all(dir.join("blobs")).unwrap();
+    let blobs = crate::blob::BlobStore::open(dir.join("blobs")).unwrap();
+    let large = vec![b'L'; 20_000];
+    let digest = blobs.put(&large).unwrap();
+    let conn = Connection::open(dir.join(crate::store::DB_FILE)).unwrap();
+    conn.execute_batch(include_str!("../migrations/0001_init.sql")).unwrap();
+    conn.execute_batch(
+        "PRAGMA user_version = 1;
+         INSERT INTO meta (key, value) VALUES ('schema_version', '1');
+         UPDATE commit_state SET commit_seq = 2;",
+    )
+    .unwrap();
+    let small = BlobRef::inline(b"old inline note");
+    let inline = small.inline.as_ref().unwrap();
+    for (seq, (id, rev, hash, size, stored, encoding)) in [
+        ("art_A", "arev_A", digest.to_hex(), large.len(), None, 0),
+        ("art_B", "arev_B", small.digest.to_hex(), 15, Some(inline.stored.clone()), inline.encoding.code()),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let seq = seq as i64 + 1;
+        conn.execute(
+            "INSERT INTO artifacts VALUES (?1, 'w', 'p', NULL, NULL, 'note', ?2, 'active', '2026-01-01T00:00:00.000000000Z',
+                 '2026-01-01T00:00:00.000000000Z', NULL)",
+            rusqlite::params![id, rev],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO artifact_revisions (seq, id, artifact_id, revision_number, title, media_type, blob_hash, blob_size,
+                 inline_blob, inline_encoding, body_indexed, provenance_json, actor, created_at, commit_seq)
+             VALUES (?1, ?2, ?3, 1, 'old', 'text/plain', ?4, ?5, ?6, ?7, 1, '{}', NULL, '2026-01-01T00:00:00.000000000Z', ?1)",
+            rusqlite::params![seq, rev, id, hash, size as i64, stored, encoding],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO artifact_fts (rowid, title, body) VALUES (?1, 'old', 'old body')",
+            [seq],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO events VALUES (?1, ?2, 'artifact.put', 'artifact', ?3, ?4, NULL, '{}', '2026-01-01T00:00:00.000000000Z')",
+            rusqlite::params![seq, format!("evt_{seq}"), id, rev],
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn a_schema_one_store_migrates_to_tombstones_and_its_old_backup_restores() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old");
+    schema_one_store(&old);
+    let restored = dir.path().join("restored");
+    let report = crate::store::restore::restore(&old, &restored).unwrap();
+    assert_eq!(report.restored_external_blobs, 1);
+    let store = Store::open(&old).unwrap();
+    assert_eq!(store.read(|conn| crate::store::schema_version(conn)).unwrap(), crate::store::SCHEMA_VERSION);
+    assert!(!store.has_purges());
+    let verified = store.verify().unwrap();
+    assert!(verified.is_ok(), "{:?}", verified.issues);
+    let tombstone = purge_now(&store, EntityKind::Artifact, "art_A");
+    assert!(tombstone.erased && tombstone.erasure["removed_blobs"] == 1, "{tombstone:?}");
+    assert!(store.verify().unwrap().is_ok());
+    store.shutdown();
+    let restored = Store::open(&restored).unwrap();
+    assert!(restored.verify().unwrap().is_ok());
+    restored.shutdown();
+}
