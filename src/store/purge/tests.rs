@@ -315,7 +315,14 @@ fn schema_one_store(dir: &Path) {
     let inline = small.inline.as_ref().unwrap();
     for (seq, (id, rev, hash, size, stored, encoding)) in [
         ("art_A", "arev_A", digest.to_hex(), large.len(), None, 0),
-        ("art_B", "arev_B", small.digest.to_hex(), 15, Some(inline.stored.clone()), inline.encoding.code()),
+        (
+            "art_B",
+            "arev_B",
+            small.digest.to_hex(),
+            15,
+            Some(inline.stored.clone()),
+            inline.encoding.code(),
+        ),
     ]
     .into_iter()
     .enumerate()
@@ -356,12 +363,18 @@ fn a_schema_one_store_migrates_to_tombstones_and_its_old_backup_restores() {
     let report = crate::store::restore::restore(&old, &restored).unwrap();
     assert_eq!(report.restored_external_blobs, 1);
     let store = Store::open(&old).unwrap();
-    assert_eq!(store.read(|conn| crate::store::schema_version(conn)).unwrap(), crate::store::SCHEMA_VERSION);
+    assert_eq!(
+        store.read(|conn| crate::store::schema_version(conn)).unwrap(),
+        crate::store::SCHEMA_VERSION
+    );
     assert!(!store.has_purges());
     let verified = store.verify().unwrap();
     assert!(verified.is_ok(), "{:?}", verified.issues);
     let tombstone = purge_now(&store, EntityKind::Artifact, "art_A");
-    assert!(tombstone.erased && tombstone.erasure["removed_blobs"] == 1, "{tombstone:?}");
+    assert!(
+        tombstone.erased && tombstone.erasure["removed_blobs"] == 1,
+        "{tombstone:?}"
+    );
     assert!(store.verify().unwrap().is_ok());
     store.shutdown();
     let restored = Store::open(&restored).unwrap();
