@@ -364,7 +364,7 @@ fn a_schema_one_store_migrates_to_tombstones_and_its_old_backup_restores() {
     assert_eq!(report.restored_external_blobs, 1);
     let store = Store::open(&old).unwrap();
     assert_eq!(
-        store.read(|conn| crate::store::schema_version(conn)).unwrap(),
+        store.read(crate::store::schema_version).unwrap(),
         crate::store::SCHEMA_VERSION
     );
     assert!(!store.has_purges());
