@@ -3,15 +3,19 @@
 //! in-process transport, `UPDATE_GOLDEN=1` and the lints that keep every case's level and
 //! basis honest (`conformance/lint.rs`). Trials run through libtest-mimic, so the usual
 //! filters and `--test-threads` work. The `kit/…` trials check the kit binary end to end
-//! (`conformance/kit_checks.rs`). Usage is in `conformance/README.md`.
+//! (`conformance/kit_checks.rs`). Testing this crate in process, each golden scenario and a
+//! generated store also get an `::export_roundtrip` trial (`roundtrip.rs`, `generated.rs`).
+//! Usage is in `conformance/README.md`.
 
 // The in-tree runner uses only part of the engine (the kit also uses its reports and runner);
 // the engine's unit tests run in the kit's test target, not in this `harness = false` one.
 #[allow(dead_code, unused_imports)]
 mod engine;
+mod generated;
 mod inprocess;
 mod kit_checks;
 mod lint;
+mod roundtrip;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -19,7 +23,7 @@ use std::sync::Arc;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
-use crate::engine::catalog::Catalog;
+use crate::engine::catalog::{Catalog, ScenarioKind};
 use crate::engine::plan::{self, LevelFilter, PlanOptions};
 use crate::engine::schema::{self, Checks, OurSchemas};
 use crate::engine::targets::Target;
@@ -64,7 +68,12 @@ fn transports(target: &Target) -> Result<Vec<Arc<dyn Transport>>, String> {
     Ok(transports)
 }
 
-fn trials(root: &Path, transports: &[Arc<dyn Transport>], checks: Checks) -> Result<Vec<Trial>, String> {
+fn trials(
+    root: &Path,
+    transports: &[Arc<dyn Transport>],
+    checks: Checks,
+    roundtrips: bool,
+) -> Result<Vec<Trial>, String> {
     let catalog = Arc::new(Catalog::from_dir(root)?);
     let options = PlanOptions {
         level: LevelFilter::All,
@@ -80,6 +89,23 @@ fn trials(root: &Path, transports: &[Arc<dyn Transport>], checks: Checks) -> Res
             Trial::test(name, move || t.run().map_err(Failed::from)).with_ignored_flag(ignored)
         })
         .collect();
+    // The export round trip is a property of this crate's store, run once in process.
+    if roundtrips && options.update.is_none() {
+        for scenario in catalog.scenarios() {
+            let dir = root.join(&scenario.dir);
+            let corpus = matches!(scenario.kind, ScenarioKind::Corpus);
+            trials.push(Trial::test(format!("{}::export_roundtrip", scenario.dir), move || {
+                if corpus {
+                    roundtrip::corpus(&dir).map_err(Failed::from)
+                } else {
+                    roundtrip::transcript(&dir).map_err(Failed::from)
+                }
+            }));
+        }
+        trials.push(Trial::test("portable/generated_store::export_roundtrip", || {
+            generated::run().map_err(Failed::from)
+        }));
+    }
     trials.extend(lint::trials(root, catalog.clone()));
     trials.extend(kit_checks::trials(catalog));
     Ok(trials)
@@ -115,7 +141,10 @@ fn main() -> ExitCode {
         reference,
         ours: OurSchemas::Always,
     };
-    let trials = match trials(root, &transports, checks) {
+    // The round trips exercise this crate in process; the extra TCP pass of the suite need
+    // not repeat them.
+    let roundtrips = transports.iter().any(|t| t.name() == "inprocess") && target.daemon_listen.is_none();
+    let trials = match trials(root, &transports, checks, roundtrips) {
         Ok(trials) => trials,
         Err(message) => return fail(message),
     };

@@ -12,7 +12,7 @@ use crate::protocol::admin::{InstructionConcept, InstructionDocument, Instructio
 use crate::protocol::{Operation, PROTOCOL_VERSION, limits};
 
 /// Version of the instruction set (bumped when the normative rules change).
-pub const INSTRUCTION_SET_VERSION: u32 = 8;
+pub const INSTRUCTION_SET_VERSION: u32 = 9;
 /// Upper bound on the rendered Markdown, so it fits comfortably in an agent's context.
 pub const MAX_MARKDOWN_BYTES: usize = 10_000;
 
@@ -159,6 +159,10 @@ const RULES: &[InstructionRule] = &[
         "forget",
         "Use `artifact.forget` with a reason to remove material from retrieval; it is a tombstone and exact gets still return the bytes.",
     ),
+    must(
+        "purge",
+        "If a secret or personal data was stored, `artifact.purge` / `claim.purge` (extensions, reason required) erase every revision's content from this store for good; earlier backups and exports still hold it.",
+    ),
 ];
 
 const fn concept(name: &'static str, meaning: &'static str) -> InstructionConcept {
@@ -302,7 +306,7 @@ pub fn markdown() -> String {
 mod tests {
     use super::*;
 
-    const RULE_IDS: [&str; 26] = [
+    const RULE_IDS: [&str; 27] = [
         "discover-dont-guess",
         "interface-boundary",
         "ambient-by-default",
@@ -329,6 +333,7 @@ mod tests {
         "temporal-currentness",
         "write-hygiene",
         "forget",
+        "purge",
     ];
 
     #[test]
@@ -410,9 +415,9 @@ mod tests {
     #[test]
     fn the_json_document_carries_the_same_definition() {
         let doc = serde_json::to_value(document()).unwrap();
-        assert_eq!(doc["instruction_set_version"], 8);
+        assert_eq!(doc["instruction_set_version"], 9);
         assert_eq!(doc["invocation"]["command"], "memoree call");
-        assert_eq!(doc["rules"].as_array().unwrap().len(), 26);
+        assert_eq!(doc["rules"].as_array().unwrap().len(), 27);
         assert_eq!(doc["rules"][24]["level"], "should");
         assert_eq!(doc["concepts"].as_array().unwrap().len(), 11);
     }

@@ -78,6 +78,8 @@ pub enum Command {
     Verify(cmd::admin::VerifyArgs),
     Reindex(cmd::admin::ReindexArgs),
     Backup(cmd::admin::BackupArgs),
+    Export(cmd::portable::ExportArgs),
+    Import(cmd::portable::ImportArgs),
     /// Run an end-to-end session in a throw-away home and print what happened.
     #[command(after_help = "Example:\n  memoree demo --pretty")]
     Demo,
@@ -165,6 +167,8 @@ pub(crate) fn dispatch(cli: Cli) -> Outcome {
         Command::Verify(_) => cmd::admin::verify(global).into(),
         Command::Reindex(_) => cmd::admin::reindex(global).into(),
         Command::Backup(args) => cmd::admin::backup(args, global).into(),
+        Command::Export(args) => cmd::portable::export(args, global).into(),
+        Command::Import(args) => cmd::portable::import(args, global).into(),
         Command::Demo => demo::run().into(),
         Command::Serve(args) => Outcome::Exit(serve::run(&args, global.pretty)),
         Command::Daemon { command } => Outcome::Exit(daemon_cmd::run(global, command)),

@@ -11,6 +11,7 @@ mod error_code;
 pub mod limits;
 pub mod meta;
 mod op;
+pub mod purge;
 pub mod relation;
 pub mod retrieval;
 pub mod schema;

@@ -1,4 +1,5 @@
-//! The 23 protocol v1 operations, their dotted wire names and their classes.
+//! The 23 protocol v1 operations plus Memoree's extensions (`reindex`, `artifact.purge`,
+//! `claim.purge`, `import`), their dotted wire names and their classes.
 //!
 //! Classes decide envelope rules in the service: mutations need an idempotency key and ambient
 //! context, horizon operations parse their input early to read the horizon, and context-free
@@ -67,11 +68,21 @@ pub enum Operation {
     ClaimList,
     #[serde(rename = "event.list")]
     EventList,
+    /// Erases the content of every revision of an artifact, leaving a tombstone. An
+    /// extension (see `spec/v1/DIVERGENCES.md`).
+    #[serde(rename = "artifact.purge")]
+    ArtifactPurge,
+    /// Erases the statement of every revision of a claim, leaving a tombstone. An extension.
+    #[serde(rename = "claim.purge")]
+    ClaimPurge,
+    /// Replays a portable export archive into the store. An extension.
+    #[serde(rename = "import")]
+    Import,
 }
 
 impl Operation {
     /// Every operation in the canonical order capabilities reports them.
-    pub const ALL: [Operation; 27] = [
+    pub const ALL: [Operation; 30] = [
         Operation::ContextResolve,
         Operation::Capabilities,
         Operation::Instructions,
@@ -99,6 +110,9 @@ impl Operation {
         Operation::ArtifactList,
         Operation::ClaimList,
         Operation::EventList,
+        Operation::ArtifactPurge,
+        Operation::ClaimPurge,
+        Operation::Import,
     ];
 
     /// The dotted wire name, for example `artifact.put`.
@@ -131,6 +145,9 @@ impl Operation {
             Operation::ArtifactList => "artifact.list",
             Operation::ClaimList => "claim.list",
             Operation::EventList => "event.list",
+            Operation::ArtifactPurge => "artifact.purge",
+            Operation::ClaimPurge => "claim.purge",
+            Operation::Import => "import",
         }
     }
 
@@ -143,7 +160,13 @@ impl Operation {
     pub fn is_protocol_v1(self) -> bool {
         !matches!(
             self,
-            Operation::Reindex | Operation::ArtifactList | Operation::ClaimList | Operation::EventList
+            Operation::Reindex
+                | Operation::ArtifactList
+                | Operation::ClaimList
+                | Operation::EventList
+                | Operation::ArtifactPurge
+                | Operation::ClaimPurge
+                | Operation::Import
         )
     }
 
@@ -159,12 +182,14 @@ impl Operation {
                 | Operation::ClaimRevise
                 | Operation::ClaimRetract
                 | Operation::RelationPut
+                | Operation::ArtifactPurge
+                | Operation::ClaimPurge
         )
     }
 
     /// Operations with a side effect outside logical memory (no idempotency record).
     pub fn is_side_effecting(self) -> bool {
-        self.is_mutating() || matches!(self, Operation::BackupCreate | Operation::Reindex)
+        self.is_mutating() || matches!(self, Operation::BackupCreate | Operation::Reindex | Operation::Import)
     }
 
     /// Operations that require an ambient context.
@@ -220,7 +245,10 @@ mod tests {
     }
 
     #[test]
-    fn exactly_seven_operations_mutate() {
-        assert_eq!(Operation::ALL.iter().filter(|op| op.is_mutating()).count(), 7);
+    fn exactly_seven_protocol_operations_mutate_and_the_purge_extensions_too() {
+        let v1 = Operation::ALL.iter().filter(|op| op.is_protocol_v1());
+        assert_eq!(v1.filter(|op| op.is_mutating()).count(), 7);
+        assert!(Operation::ArtifactPurge.is_mutating() && Operation::ClaimPurge.is_mutating());
+        assert!(!Operation::Import.is_mutating() && Operation::Import.is_side_effecting());
     }
 }

@@ -96,6 +96,9 @@ fn sources(op: Operation) -> OperationSources {
         Operation::ArtifactList => op_sources!("artifact.list"),
         Operation::ClaimList => op_sources!("claim.list"),
         Operation::EventList => op_sources!("event.list"),
+        Operation::ArtifactPurge => op_sources!("artifact.purge"),
+        Operation::ClaimPurge => op_sources!("claim.purge"),
+        Operation::Import => op_sources!("import"),
     }
 }
 

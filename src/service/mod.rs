@@ -21,6 +21,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub use error::{ServiceError, error_body};
+pub(crate) use ops::portable::import_result;
 
 use crate::protocol::{
     AmbientContext, Horizon, Operation, PROTOCOL_VERSION, Request, ResolvedContext, Response, TRANSPORT_REQUEST_ID,
@@ -344,6 +345,8 @@ mod tests;
 mod tests_admin;
 #[cfg(test)]
 mod tests_graph;
+#[cfg(test)]
+mod tests_purge;
 #[cfg(test)]
 mod tests_retrieval;
 #[cfg(test)]

@@ -237,7 +237,7 @@ fn instructions_render_every_format_from_one_definition() {
     }
     let structured = ok(&f.service, "instructions", json!({"format": "json"}));
     assert_eq!(structured["content"]["product"], "memoree");
-    assert_eq!(structured["content"]["rules"].as_array().unwrap().len(), 26);
+    assert_eq!(structured["content"]["rules"].as_array().unwrap().len(), 27);
     let unknown = call(&f.service, "instructions", json!({"format": "html"}));
     assert_eq!(unknown.error.unwrap().code, ErrorCode::InvalidRequest);
 }

@@ -16,6 +16,8 @@ pub mod conflict;
 mod error;
 pub mod idempotency;
 mod migrate;
+pub mod portable;
+pub mod purge;
 pub mod reindex;
 pub mod relation;
 pub mod restore;
@@ -23,6 +25,7 @@ pub mod scope;
 pub mod search;
 #[cfg(test)]
 pub(crate) mod test_seed;
+pub mod tombstone;
 pub mod verify;
 pub mod vocab;
 mod writer;
@@ -30,6 +33,7 @@ mod writer;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
@@ -65,6 +69,8 @@ struct Inner {
     blobs: BlobStore,
     writer: writer::Writer,
     readers: Mutex<Vec<Connection>>,
+    /// Whether any purge tombstone exists (reads annotate purged mentions only then).
+    has_purges: AtomicBool,
 }
 
 impl std::fmt::Debug for Store {
@@ -169,16 +175,32 @@ impl Store {
         }
         let disk_full = DiskFullFlag::from_env();
         let blobs = BlobStore::open(data_dir.join(BLOBS_DIR))?.with_disk_full_flag(disk_full.clone());
+        let has_purges = tombstone::any(&conn)?;
         let writer = writer::Writer::spawn(conn, disk_full)?;
-        Ok(Store {
+        let store = Store {
             inner: Arc::new(Inner {
                 data_dir,
                 db_path,
                 blobs,
                 writer,
                 readers: Mutex::new(Vec::new()),
+                has_purges: AtomicBool::new(has_purges),
             }),
-        })
+        };
+        if has_purges && let Err(error) = store.resume_purges() {
+            tracing::warn!(%error, "could not finish an interrupted purge; purge again to complete it");
+        }
+        Ok(store)
+    }
+
+    /// Whether this store holds any purge tombstone.
+    pub fn has_purges(&self) -> bool {
+        self.inner.has_purges.load(Ordering::Relaxed)
+    }
+
+    /// Records that a purge (or an import of tombstones) happened.
+    pub(crate) fn note_purges(&self) {
+        self.inner.has_purges.store(true, Ordering::Relaxed);
     }
 
     /// The data directory.

@@ -1,4 +1,4 @@
-//! `memoree artifact put|get|revise|history|forget`.
+//! `memoree artifact put|get|revise|history|forget` (and `purge`, in `portable.rs`).
 //!
 //! `put` and `revise` read a file or stdin (never more than the artifact limit plus one
 //! byte) and send UTF-8 as `text`, anything else as `base64`. `get --output` materializes
@@ -39,6 +39,7 @@ enum ArtifactCommand {
     Revise(ReviseArgs),
     History(HistoryArgs),
     Forget(ForgetArgs),
+    Purge(super::portable::ArtifactPurgeArgs),
 }
 
 /// Store a file (or stdin with `-`) as a new artifact in the ambient scope.
@@ -136,6 +137,7 @@ pub(crate) fn run(args: ArtifactArgs, global: &GlobalArgs) -> Response {
         ArtifactCommand::Revise(args) => revise(args, global),
         ArtifactCommand::History(args) => Ok(history(args, global)),
         ArtifactCommand::Forget(args) => Ok(forget(args, global)),
+        ArtifactCommand::Purge(args) => Ok(super::portable::artifact_purge(args, global)),
     })
 }
 

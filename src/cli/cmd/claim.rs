@@ -1,4 +1,4 @@
-//! `memoree claim assert|get|revise|retract|history`.
+//! `memoree claim assert|get|revise|retract|history` (and `purge`, in `portable.rs`).
 //!
 //! Statements are the trailing words joined with single spaces. `--evidence` takes
 //! `ARTIFACT_ID@REVISION_ID[#START-END]` (see [`crate::cli::evidence`]) and may repeat.
@@ -29,6 +29,7 @@ enum ClaimCommand {
     Revise(ReviseArgs),
     Retract(RetractArgs),
     History(HistoryArgs),
+    Purge(super::portable::ClaimPurgeArgs),
 }
 
 /// The six claim types.
@@ -173,6 +174,7 @@ pub(crate) fn run(args: ClaimArgs, global: &GlobalArgs) -> Response {
         ClaimCommand::Revise(args) => revise(args, global),
         ClaimCommand::Retract(args) => Ok(retract(args, global)),
         ClaimCommand::History(args) => Ok(history(args, global)),
+        ClaimCommand::Purge(args) => Ok(super::portable::claim_purge(args, global)),
     })
 }
 

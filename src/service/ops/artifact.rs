@@ -17,8 +17,10 @@ fn store_blob(service: &Service, bytes: &[u8]) -> Result<BlobRef, ServiceError> 
     if bytes.len() <= limits::INLINE_BLOB_MAX_BYTES {
         return Ok(BlobRef::inline(bytes));
     }
-    let digest = service.store().blobs().put(bytes).map_err(StoreError::from)?;
-    Ok(BlobRef::external(digest, bytes.len() as u64))
+    // Pinned until the mutation has run on the writer, so a concurrent purge of the same
+    // bytes cannot erase the object in between.
+    let (digest, pin) = service.store().blobs().put_pinned(bytes).map_err(StoreError::from)?;
+    Ok(BlobRef::external(digest, bytes.len() as u64).pinned(pin))
 }
 
 fn check_actor(actor: Option<&str>) -> Result<(), ServiceError> {
@@ -63,7 +65,19 @@ pub(super) fn get(service: &Service, call: &Call<'_>) -> Result<Output, ServiceE
     }
     let row = service
         .store()
-        .read(|conn| store_artifact::get(conn, &input.artifact_id, input.revision_id.as_deref()))?
+        .read(|conn| {
+            let row = store_artifact::get(conn, &input.artifact_id, input.revision_id.as_deref())?;
+            match row {
+                // A purged revision reads as `NOT_FOUND` with `details.state = "purged"`.
+                Some(row) if row.purged => Err(crate::store::tombstone::purged_error_from(
+                    conn,
+                    "artifact",
+                    &row.artifact_id,
+                    Some(&row.revision_id),
+                )),
+                other => Ok(other),
+            }
+        })?
         .ok_or_else(|| {
             StoreError::NotFound(match &input.revision_id {
                 Some(rev) => format!("artifact {} revision {rev}", input.artifact_id),

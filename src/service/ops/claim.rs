@@ -111,7 +111,19 @@ pub(super) fn get(service: &Service, call: &Call<'_>) -> Result<Output, ServiceE
     }
     let row = service
         .store()
-        .read(|conn| store_claim::get(conn, &input.claim_id, input.revision_id.as_deref()))?
+        .read(|conn| {
+            let row = store_claim::get(conn, &input.claim_id, input.revision_id.as_deref())?;
+            match row {
+                // A purged revision reads as `NOT_FOUND` with `details.state = "purged"`.
+                Some(row) if row.purged => Err(crate::store::tombstone::purged_error_from(
+                    conn,
+                    "claim",
+                    &row.claim_id,
+                    Some(&row.revision_id),
+                )),
+                other => Ok(other),
+            }
+        })?
         .ok_or_else(|| StoreError::NotFound(format!("claim {}", input.claim_id)))?;
     Output::read(claim_record(&row))
 }

@@ -94,6 +94,10 @@ pub(crate) fn document() -> CapabilitiesDocument {
             "artifact.list",
             "claim.list",
             "event.list",
+            "artifact.purge",
+            "claim.purge",
+            "import",
+            "portable_export_v1",
         ],
         recency_policy: recency_policy(),
     }

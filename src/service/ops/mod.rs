@@ -8,6 +8,8 @@ mod claim;
 mod context_build;
 mod meta;
 mod mutation;
+pub(crate) mod portable;
+mod purge;
 mod recall;
 mod relation;
 mod search;
@@ -60,7 +62,7 @@ pub(crate) fn dispatch(service: &Service, call: &Call<'_>) -> Result<Output, Ser
             kind_of(&call.request.input)
         )));
     }
-    match call.op() {
+    let output = match call.op() {
         Operation::ContextResolve => meta::context_resolve(call),
         Operation::Capabilities => meta::capabilities(call),
         Operation::ArtifactPut => artifact::put(service, call),
@@ -88,5 +90,9 @@ pub(crate) fn dispatch(service: &Service, call: &Call<'_>) -> Result<Output, Ser
         Operation::ArtifactList => browse::artifact_list(service, call),
         Operation::ClaimList => browse::claim_list(service, call),
         Operation::EventList => browse::event_list(service, call),
-    }
+        Operation::ArtifactPurge => purge::artifact_purge(service, call),
+        Operation::ClaimPurge => purge::claim_purge(service, call),
+        Operation::Import => portable::import(service, call),
+    }?;
+    Ok(purge::annotate(service, call.op(), output))
 }

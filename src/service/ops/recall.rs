@@ -287,25 +287,27 @@ impl<'s> Previews<'s> {
                 )));
             }
         };
-        let (excerpt, excerpt_truncated, excerpt_range) = if with_excerpt && is_text(&artifact.media_type) {
-            let bytes = artifact.read_content(self.service.store().blobs())?;
-            match std::str::from_utf8(&bytes) {
-                Ok(_) => {
-                    let (start, end) = span.unwrap_or((0, bytes.len() as u64));
-                    let (start, end) = (start as usize, end as usize);
-                    let text = lossy_span(&bytes, start, end).unwrap_or_default();
-                    let exact = std::str::from_utf8(&bytes[start..end]).is_ok();
-                    let (from, to) = evidence_window(self.plan, &text, self.max_excerpt);
-                    let cut = &text[from..to];
-                    let truncated = cut.len() < text.len();
-                    let range = (exact && !cut.is_empty()).then_some((start + from, start + to));
-                    ((!cut.is_empty()).then(|| cut.to_owned()), truncated, range)
+        // Erased evidence has no excerpt (the response warns `EVIDENCE_SOURCE_PURGED`).
+        let (excerpt, excerpt_truncated, excerpt_range) =
+            if with_excerpt && !artifact.purged && is_text(&artifact.media_type) {
+                let bytes = artifact.read_content(self.service.store().blobs())?;
+                match std::str::from_utf8(&bytes) {
+                    Ok(_) => {
+                        let (start, end) = span.unwrap_or((0, bytes.len() as u64));
+                        let (start, end) = (start as usize, end as usize);
+                        let text = lossy_span(&bytes, start, end).unwrap_or_default();
+                        let exact = std::str::from_utf8(&bytes[start..end]).is_ok();
+                        let (from, to) = evidence_window(self.plan, &text, self.max_excerpt);
+                        let cut = &text[from..to];
+                        let truncated = cut.len() < text.len();
+                        let range = (exact && !cut.is_empty()).then_some((start + from, start + to));
+                        ((!cut.is_empty()).then(|| cut.to_owned()), truncated, range)
+                    }
+                    Err(_) => (None, false, None),
                 }
-                Err(_) => (None, false, None),
-            }
-        } else {
-            (None, false, None)
-        };
+            } else {
+                (None, false, None)
+            };
         let locator_wire = evidence_locator(locator);
         let excerpt_citation = excerpt_range.map(|(from, to)| {
             format!(

@@ -53,7 +53,7 @@ pub(super) fn string_rule(op: Operation, name: &str) -> StringRule {
         | "cites_artifact_id" | "cites_revision_id" => rule(Some(limits::MAX_ID_BYTES), false),
         "query" => rule(Some(limits::MAX_QUERY_BYTES), false),
         "statement" => rule(Some(limits::MAX_CLAIM_STATEMENT_BYTES), false),
-        "valid_from" | "valid_until" | "destination" => rule(None, false),
+        "valid_from" | "valid_until" | "destination" | "source" => rule(None, false),
         other => panic!("the sweep has no rule for string property {op}:{other}"),
     }
 }

@@ -125,6 +125,18 @@ impl Sweep {
         );
         self.seeds.claim_id = claim["claim_id"].as_str().unwrap().to_owned();
         self.seeds.claim_revision = claim["revision_id"].as_str().unwrap().to_owned();
+        crate::store::portable::export::export(
+            &self.data_dir,
+            &self.archive(),
+            &crate::store::portable::Scope::All,
+            false,
+        )
+        .unwrap();
+    }
+
+    /// An export of the seeded store, the source of the base `import` request.
+    pub fn archive(&self) -> PathBuf {
+        self.root.join("seed-archive")
     }
 
     /// A fresh request id.
@@ -234,6 +246,10 @@ impl Sweep {
                 let n = self.next_id + 1;
                 json!({"destination": self.root.join("backups").join(format!("base-{n}")).to_str().unwrap()})
             }
+            Operation::ArtifactPurge => json!({"artifact_id": MISSING_ARTIFACT, "reason": "sweep", "actor": "sweeper"}),
+            Operation::ClaimPurge => json!({"claim_id": MISSING_CLAIM, "reason": "sweep", "actor": "sweeper"}),
+            // Merging an export of the seeded store into itself changes nothing.
+            Operation::Import => json!({"source": self.archive().to_str().unwrap(), "mode": "merge"}),
         }
     }
 

@@ -1,0 +1,102 @@
+//! `artifact.purge`, `claim.purge` (extensions) and `import` (extension) inputs and outputs.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::AmbientContext;
+
+/// What every purge acknowledgement says about copies made before it.
+pub const EARLIER_COPIES_NOTICE: &str = "Only this store was erased. Backups, exports and other copies made before \
+     this purge still contain the erased bytes; delete or re-create them.";
+
+/// `artifact.purge` input.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArtifactPurgeInput {
+    pub artifact_id: String,
+    pub reason: String,
+    #[serde(default)]
+    pub actor: Option<String>,
+}
+
+/// `claim.purge` input.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimPurgeInput {
+    pub claim_id: String,
+    pub reason: String,
+    #[serde(default)]
+    pub actor: Option<String>,
+}
+
+/// One erased revision of a purge acknowledgement.
+#[derive(Clone, Debug, Serialize)]
+pub struct PurgedRevisionRecord {
+    pub revision_id: String,
+    pub revision_number: i64,
+    /// Size of the erased content in bytes.
+    pub size_bytes: u64,
+    /// BLAKE3 of the erased content, lowercase hex.
+    pub blake3: String,
+    pub erased_fields: Vec<String>,
+}
+
+/// A claim revision that cited the purged artifact.
+#[derive(Clone, Debug, Serialize)]
+pub struct CitingClaim {
+    pub claim_id: String,
+    pub revision_id: String,
+}
+
+/// `artifact.purge` / `claim.purge` result: the tombstone, what the physical erasure
+/// removed, the operation's `commit_seq` and whether this call did the purge.
+#[derive(Clone, Debug, Serialize)]
+pub struct PurgeResult {
+    pub entity_type: String,
+    pub entity_id: String,
+    pub state: &'static str,
+    pub reason: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
+    pub purged_by: AmbientContext,
+    pub purged_at: String,
+    pub purge_commit_seq: i64,
+    pub revisions: Vec<PurgedRevisionRecord>,
+    pub citing_claims: Vec<CitingClaim>,
+    pub erasure: Value,
+    pub erasure_complete: bool,
+    pub earlier_copies: &'static str,
+    pub commit_seq: i64,
+    pub created: bool,
+}
+
+/// `import` input.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImportInput {
+    pub source: String,
+    pub mode: ImportMode,
+}
+
+/// How an archive meets the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImportMode {
+    IntoEmpty,
+    Merge,
+}
+
+/// `import` result: per record type, how many records were added and how many were
+/// already present unchanged.
+#[derive(Clone, Debug, Serialize)]
+pub struct ImportResult {
+    pub source: String,
+    pub mode: ImportMode,
+    pub format_version: u32,
+    pub source_last_commit_seq: i64,
+    pub imported: Value,
+    pub unchanged: Value,
+    pub skipped_replay_records: u64,
+    pub blob_bytes_read: u64,
+    pub last_commit_seq: i64,
+}
