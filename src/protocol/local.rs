@@ -181,3 +181,42 @@ pub struct PendingDropResult {
     pub session_id: Option<String>,
     pub recoverable: bool,
 }
+
+/// `memoree export`: where the archive was written and what it holds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExportResult {
+    pub destination: String,
+    pub format: String,
+    pub format_version: u32,
+    pub scope: Value,
+    pub source_last_commit_seq: i64,
+    /// Records per record type.
+    pub records: std::collections::BTreeMap<String, u64>,
+    pub blobs: ExportBlobs,
+    pub created_at: String,
+}
+
+/// The blob files of an export.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExportBlobs {
+    pub count: u64,
+    pub bytes: u64,
+}
+
+/// `memoree import --data-dir`: the `import` result plus the new data directory.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LocalImportResult {
+    #[serde(flatten)]
+    pub import: super::purge::ImportResult,
+    pub data_dir: String,
+}
+
+/// `memoree inspect` once it listens: where, as whom, and the context it reads as.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InspectStarted {
+    /// The URL with its access token.
+    pub url: String,
+    pub listen: String,
+    pub pid: u32,
+    pub context: AmbientContext,
+}

@@ -10,11 +10,14 @@
 
 pub mod artifact;
 pub mod backup;
+pub mod browse;
 pub mod claim;
 pub mod conflict;
 mod error;
 pub mod idempotency;
 mod migrate;
+pub mod portable;
+pub mod purge;
 pub mod reindex;
 pub mod relation;
 pub mod restore;
@@ -24,12 +27,15 @@ pub mod search;
 mod sql;
 #[cfg(test)]
 pub(crate) mod test_seed;
+pub mod tombstone;
 pub mod verify;
+pub mod vocab;
 mod writer;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
@@ -75,6 +81,8 @@ struct Inner {
     blobs: BlobStore,
     writer: writer::Writer,
     readers: Mutex<Vec<Connection>>,
+    /// Whether any purge tombstone exists (reads annotate purged mentions only then).
+    has_purges: AtomicBool,
 }
 
 impl std::fmt::Debug for Store {
@@ -145,23 +153,8 @@ impl<'c> Tx<'c> {
     }
 }
 
-/// What an `events` row names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EventEntity {
-    Artifact,
-    Claim,
-    Relation,
-}
-
-impl EventEntity {
-    fn as_str(self) -> &'static str {
-        match self {
-            EventEntity::Artifact => "artifact",
-            EventEntity::Claim => "claim",
-            EventEntity::Relation => "relation",
-        }
-    }
-}
+/// What an `events` row names (the wire enum of `event.list`).
+pub use crate::protocol::browse::EventEntityType as EventEntity;
 
 /// The one `events` row of a logical mutation (see ARCHITECTURE.md, *Events*).
 #[derive(Clone, Debug)]
@@ -215,16 +208,32 @@ impl Store {
         }
         let disk_full = DiskFullFlag::from_env();
         let blobs = BlobStore::open(data_dir.join(BLOBS_DIR))?.with_disk_full_flag(disk_full.clone());
+        let has_purges = tombstone::any(&conn)?;
         let writer = writer::Writer::spawn(conn, disk_full)?;
-        Ok(Store {
+        let store = Store {
             inner: Arc::new(Inner {
                 data_dir,
                 db_path,
                 blobs,
                 writer,
                 readers: Mutex::new(Vec::new()),
+                has_purges: AtomicBool::new(has_purges),
             }),
-        })
+        };
+        if has_purges && let Err(error) = store.resume_purges() {
+            tracing::warn!(%error, "could not finish an interrupted purge; purge again to complete it");
+        }
+        Ok(store)
+    }
+
+    /// Whether this store holds any purge tombstone.
+    pub fn has_purges(&self) -> bool {
+        self.inner.has_purges.load(Ordering::Relaxed)
+    }
+
+    /// Records that a purge (or an import of tombstones) happened.
+    pub(crate) fn note_purges(&self) {
+        self.inner.has_purges.store(true, Ordering::Relaxed);
     }
 
     /// The data directory.

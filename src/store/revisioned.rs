@@ -35,6 +35,8 @@ pub trait RevisionRow {
     fn seq(&self) -> i64;
     /// The entity's current revision id.
     fn current_revision_id(&self) -> &str;
+    /// Whether a purge erased this revision's content (see [`super::purge`]).
+    fn purged(&self) -> bool;
 
     fn is_current_revision(&self) -> bool {
         self.revision_id() == self.current_revision_id()

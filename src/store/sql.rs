@@ -6,6 +6,7 @@ use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, 
 
 use crate::protocol::Operation;
 use crate::protocol::artifact::ArtifactStatus;
+use crate::protocol::browse::EventEntityType;
 use crate::protocol::claim::{ClaimStatus, ClaimType};
 use crate::protocol::ids::{
     ArtifactId, ArtifactRevisionId, CaseEventId, CaseId, ClaimId, ClaimRevisionId, EventId, RelationId, RevisionId,
@@ -70,5 +71,6 @@ sql_enum!(
     ConflictState,
     EntityType,
     RelationType,
-    Operation
+    Operation,
+    EventEntityType
 );

@@ -35,7 +35,16 @@ pub(super) fn get<E: Entity>(service: &Service, id: &str, revision_id: Option<&s
     }
     let row = service
         .store()
-        .read(|conn| revisioned::get::<E>(conn, id, revision_id))?
+        .read(|conn| match revisioned::get::<E>(conn, id, revision_id)? {
+            // A purged revision reads as `NOT_FOUND` with `details.state = "purged"`.
+            Some(row) if row.purged() => Err(crate::store::tombstone::purged_error_from(
+                conn,
+                E::ENTITY.as_str(),
+                row.entity_id(),
+                Some(row.revision_id()),
+            )),
+            other => Ok(other),
+        })?
         .ok_or_else(|| StoreError::NotFound(E::not_found(id, revision_id)))?;
     Ok(row)
 }
