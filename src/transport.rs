@@ -19,7 +19,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::protocol::limits::MAX_FRAME_BYTES;
-use crate::protocol::{ErrorCode, Input, Request, Response};
+use crate::protocol::{ErrorBody, ErrorCode, Input, Request, Response};
 
 /// A client-side failure to obtain a usable response envelope at all.
 #[derive(Debug, thiserror::Error)]
@@ -52,6 +52,11 @@ impl ClientError {
             ClientError::Config(_) => ErrorCode::ConfigError,
             ClientError::UnexpectedResult { .. } => ErrorCode::InternalError,
         }
+    }
+
+    /// The wire error body of this failure: its code and its message, prefixed by the code.
+    pub fn error_body(&self) -> ErrorBody {
+        ErrorBody::new(self.code(), self.to_string())
     }
 }
 

@@ -20,7 +20,7 @@
 
 mod connection;
 pub mod listener;
-mod memory;
+pub(crate) mod memory;
 pub mod shutdown;
 
 use std::future::Future;
@@ -196,7 +196,7 @@ fn prepare(config: &DaemonConfig) -> Result<Prepared, DaemonError> {
         crate::fsutil::ensure_private_dir(runtime_dir, LAYOUT_ENTRIES)?;
     }
     let store = match &config.store_url {
-        Some(url) => Store::open_postgres(&url.0),
+        Some(url) => Store::open_postgres(&url.0, &config.data_dir),
         None => Store::open(&config.data_dir),
     }
     .map_err(|e| DaemonError::Store(e.into()))?;

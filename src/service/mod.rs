@@ -23,6 +23,7 @@ use serde_json::Value;
 
 pub use error::{ServiceError, error_body};
 pub use in_process::InProcess;
+pub(crate) use ops::portable::import_result;
 
 use crate::protocol::document::{self, Document};
 use crate::protocol::relation::HorizonInput;
@@ -46,6 +47,8 @@ pub struct Runtime {
 pub struct Service {
     store: Store,
     runtime: Runtime,
+    /// The FTS vocabulary behind query expansion, shared by every request of this store.
+    vocabulary: std::sync::Arc<crate::store::vocab::VocabularyCache>,
 }
 
 /// A successful operation's payload before it becomes an envelope.
@@ -158,7 +161,17 @@ impl Service {
     }
 
     pub fn new(store: Store, runtime: Runtime) -> Service {
-        Service { store, runtime }
+        Service {
+            store,
+            runtime,
+            vocabulary: std::sync::Arc::default(),
+        }
+    }
+
+    /// The store's vocabulary cache (query expansion in `search`, `memory.recall`,
+    /// `context.build`).
+    pub fn vocabulary(&self) -> &crate::store::vocab::VocabularyCache {
+        &self.vocabulary
     }
 
     pub fn store(&self) -> &Store {
@@ -405,6 +418,10 @@ mod tests;
 mod tests_admin;
 #[cfg(test)]
 mod tests_graph;
+#[cfg(test)]
+mod tests_postgres;
+#[cfg(test)]
+mod tests_purge;
 #[cfg(test)]
 mod tests_retrieval;
 #[cfg(test)]

@@ -3,19 +3,20 @@
 //! Content up to the inline threshold lives in `artifact_revisions.inline_blob` (compressed
 //! when that pays, with its encoding in `inline_encoding`); larger content lives in the CAS
 //! and is referenced by the digest of its raw bytes. Every revision gets exactly one
-//! `artifact_fts` row (rowid = revision `seq`) in the same transaction.
-
-use rusqlite::{Connection, params};
+//! full-text row (`artifact_fts` on SQLite, `artifact_search` on PostgreSQL; keyed by the
+//! revision `seq`) in the same transaction.
 
 use super::Tx;
+use super::db::{Db, Dialect, Row};
 use super::error::{StoreError, StoreResult};
 use super::revisioned::{self, RevisionRow, Revisioned};
-use super::scope::{Owner, owner_from_row};
-use crate::blob::{self, BlobStore, Digest, Encoding, codec};
+use super::scope::{Owner, owner_from_db_row};
+use crate::blob::{self, BlobPin, Digest, Encoding, codec};
 use crate::protocol::Operation;
 use crate::protocol::artifact::ArtifactStatus;
 use crate::protocol::ids::{ArtifactId, ArtifactRevisionId};
 use crate::protocol::relation::EntityType;
+use crate::retrieval::text::folded_words;
 
 /// Where a revision's bytes live: the digest and size of the raw bytes and, when small, the
 /// bytes as stored inline.
@@ -24,6 +25,9 @@ pub struct BlobRef {
     pub digest: Digest,
     pub size: u64,
     pub inline: Option<InlineBlob>,
+    /// Keeps a CAS object from being erased by a concurrent purge until the mutation that
+    /// cites it has run (see [`BlobPin`]).
+    pub pin: Option<std::sync::Arc<BlobPin>>,
 }
 
 /// Inline content as stored in `artifact_revisions.inline_blob`.
@@ -45,6 +49,7 @@ impl BlobRef {
                 encoding,
                 stored: stored.into_owned(),
             }),
+            pin: None,
         }
     }
 
@@ -54,7 +59,14 @@ impl BlobRef {
             digest,
             size,
             inline: None,
+            pin: None,
         }
+    }
+
+    /// Holds `pin` until this reference is dropped (after the mutation citing it has run).
+    pub fn pinned(mut self, pin: BlobPin) -> BlobRef {
+        self.pin = Some(std::sync::Arc::new(pin));
+        self
     }
 }
 
@@ -83,6 +95,8 @@ pub struct ArtifactRow {
     pub revision_commit_seq: i64,
     pub forgotten_reason: Option<String>,
     pub current_revision_id: ArtifactRevisionId,
+    /// Whether `artifact.purge` erased this revision's content (see [`super::purge`]).
+    pub purged: bool,
 }
 
 impl RevisionRow for ArtifactRow {
@@ -109,6 +123,10 @@ impl RevisionRow for ArtifactRow {
     fn current_revision_id(&self) -> &str {
         &self.current_revision_id
     }
+
+    fn purged(&self) -> bool {
+        self.purged
+    }
 }
 
 impl ArtifactRow {
@@ -120,13 +138,21 @@ impl ArtifactRow {
         self.status == ArtifactStatus::Forgotten
     }
 
-    /// Reads, decodes and verifies the revision's raw bytes (inline or CAS).
-    pub fn read_content(&self, blobs: &BlobStore) -> StoreResult<Vec<u8>> {
+    /// Reads, decodes and verifies the revision's raw bytes (inline or CAS); a purged
+    /// revision is [`StoreError::Purged`].
+    pub fn read_content(&self, blobs: &dyn super::BlobSource) -> StoreResult<Vec<u8>> {
+        if self.purged {
+            return Err(super::tombstone::purged_error(
+                "artifact",
+                &self.artifact_id,
+                Some(&self.revision_id),
+            ));
+        }
         let digest = Digest::parse(&self.blob_hash)
             .ok_or_else(|| StoreError::Integrity(format!("invalid blob hash on {}", self.revision_id)))?;
         match &self.inline_blob {
             Some(stored) => Ok(read_inline(&digest, self.size_bytes, stored, self.inline_encoding)?),
-            None => Ok(blobs.get(&digest, self.size_bytes)?),
+            None => blobs.get_blob(&digest, self.size_bytes),
         }
     }
 }
@@ -141,10 +167,16 @@ pub fn read_inline(digest: &Digest, size: u64, stored: &[u8], code: i64) -> Stor
 /// The columns [`row`] expects, with `r` = artifact_revisions and `a` = artifacts.
 pub const COLUMNS: &str = "r.seq, a.id, r.id, r.revision_number, a.kind, r.title, r.media_type, r.blob_hash, r.blob_size, \
      r.inline_blob, a.status, a.workspace_id, a.project_id, a.task_id, a.component, r.provenance_json, r.actor, \
-     a.created_at, r.created_at, r.commit_seq, a.forgotten_reason, a.current_revision_id, r.inline_encoding";
+     a.created_at, r.created_at, r.commit_seq, a.forgotten_reason, a.current_revision_id, r.inline_encoding, r.purged";
+
+/// Maps a `rusqlite` row selected with [`COLUMNS`] (store code not yet written against
+/// [`Db`](super::Db)).
+pub fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ArtifactRow> {
+    db_row(&Row::Sqlite(r)).map_err(super::db::into_rusqlite)
+}
 
 /// Maps a row selected with [`COLUMNS`].
-pub fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ArtifactRow> {
+pub fn db_row(r: &Row<'_>) -> StoreResult<ArtifactRow> {
     Ok(ArtifactRow {
         seq: r.get(0)?,
         artifact_id: r.get(1)?,
@@ -154,10 +186,10 @@ pub fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ArtifactRow> {
         title: r.get(5)?,
         media_type: r.get(6)?,
         blob_hash: r.get(7)?,
-        size_bytes: r.get::<_, i64>(8)? as u64,
+        size_bytes: r.get::<i64>(8)? as u64,
         inline_blob: r.get(9)?,
         status: r.get(10)?,
-        owner: owner_from_row(r, 11)?,
+        owner: owner_from_db_row(r, 11)?,
         provenance_json: r.get(15)?,
         actor: r.get(16)?,
         created_at: r.get(17)?,
@@ -166,6 +198,7 @@ pub fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ArtifactRow> {
         forgotten_reason: r.get(20)?,
         current_revision_id: r.get(21)?,
         inline_encoding: r.get(22)?,
+        purged: r.get(23)?,
     })
 }
 
@@ -231,8 +264,8 @@ impl Revisioned for Artifacts {
         COLUMNS
     }
 
-    fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ArtifactRow> {
-        row(r)
+    fn row(r: &Row<'_>) -> StoreResult<ArtifactRow> {
+        db_row(r)
     }
 
     fn actor(new: &NewRevision) -> Option<&str> {
@@ -248,49 +281,72 @@ impl Revisioned for Artifacts {
     ) -> StoreResult<String> {
         let revision_id = ArtifactRevisionId::generate();
         let body = new.body_text();
-        tx.sqlite()?
-            .prepare_cached(
-                "INSERT INTO artifact_revisions (id, artifact_id, revision_number, title, media_type, blob_hash, blob_size,
-                     inline_blob, inline_encoding, body_indexed, provenance_json, actor, created_at, commit_seq)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-            )?
-            .execute(params![
-                revision_id,
-                artifact_id,
-                number,
-                new.title,
-                new.media_type,
-                new.blob.digest.to_hex(),
-                new.blob.size as i64,
-                new.blob.inline.as_ref().map(|inline| inline.stored.as_slice()),
-                new.blob.inline.as_ref().map_or(0, |inline| inline.encoding.code()),
-                body.is_some(),
-                new.provenance_json,
-                new.actor,
-                tx.now_db(),
-                commit_seq
-            ])?;
-        let seq = tx.sqlite()?.last_insert_rowid();
-        tx.sqlite()?
-            .prepare_cached("INSERT INTO artifact_fts (rowid, title, body) VALUES (?1, ?2, ?3)")?
-            .execute(params![seq, new.title, body.as_deref().unwrap_or("")])?;
+        let db = tx.db();
+        let seq: i64 = db.query_one(
+            "INSERT INTO artifact_revisions (id, artifact_id, revision_number, title, media_type, blob_hash, blob_size,
+                 inline_blob, inline_encoding, body_indexed, provenance_json, actor, created_at, commit_seq)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) RETURNING seq",
+            &[
+                &revision_id,
+                &artifact_id,
+                &number,
+                &new.title,
+                &new.media_type,
+                &new.blob.digest.to_hex(),
+                &(new.blob.size as i64),
+                &new.blob.inline.as_ref().map(|inline| inline.stored.as_slice()),
+                &new.blob
+                    .inline
+                    .as_ref()
+                    .map_or(0, |inline| i64::from(inline.encoding.code())),
+                &i64::from(body.is_some()),
+                &new.provenance_json,
+                &new.actor,
+                &tx.now_db(),
+                &commit_seq,
+            ],
+            |r| r.get(0),
+        )?;
+        match db.dialect() {
+            Dialect::Sqlite => {
+                db.execute(
+                    "INSERT INTO artifact_fts (rowid, title, body) VALUES (?1, ?2, ?3)",
+                    &[&seq, &new.title, &body.as_deref().unwrap_or("")],
+                )?;
+            }
+            Dialect::Postgres => {
+                let title = folded_words(&new.title);
+                let body = folded_words(body.as_deref().unwrap_or(""));
+                let title: Vec<&str> = title.iter().map(String::as_str).collect();
+                let body: Vec<&str> = body.iter().map(String::as_str).collect();
+                let document = super::pg::fts::document(&[('A', &title), ('D', &body)]);
+                db.execute(
+                    "INSERT INTO artifact_search (seq, document) VALUES (?1, CAST(CAST(?2 AS text) AS tsvector))",
+                    &[&seq, &document],
+                )?;
+            }
+        }
         Ok(revision_id.into_string())
     }
 }
 
 /// Loads one revision (the current one when `revision_id` is `None`).
-pub fn get(conn: &Connection, artifact_id: &str, revision_id: Option<&str>) -> StoreResult<Option<ArtifactRow>> {
-    revisioned::get::<Artifacts>(conn, artifact_id, revision_id)
+pub fn get<'c>(
+    db: impl Into<Db<'c>>,
+    artifact_id: &str,
+    revision_id: Option<&str>,
+) -> StoreResult<Option<ArtifactRow>> {
+    revisioned::get::<Artifacts>(db, artifact_id, revision_id)
 }
 
 /// Loads the current revision or fails with `NOT_FOUND`.
-pub fn head(conn: &Connection, artifact_id: &str) -> StoreResult<ArtifactRow> {
-    revisioned::head::<Artifacts>(conn, artifact_id)
+pub fn head<'c>(db: impl Into<Db<'c>>, artifact_id: &str) -> StoreResult<ArtifactRow> {
+    revisioned::head::<Artifacts>(db, artifact_id)
 }
 
 /// Loads a revision by revision id alone.
-pub fn get_revision(conn: &Connection, revision_id: &str) -> StoreResult<Option<ArtifactRow>> {
-    revisioned::get_revision::<Artifacts>(conn, revision_id)
+pub fn get_revision<'c>(db: impl Into<Db<'c>>, revision_id: &str) -> StoreResult<Option<ArtifactRow>> {
+    revisioned::get_revision::<Artifacts>(db, revision_id)
 }
 
 /// Creates an artifact with its first revision; returns the stored row and commit_seq.
@@ -298,21 +354,20 @@ pub fn put(tx: &Tx<'_>, owner: &Owner, kind: &str, new: &NewRevision) -> StoreRe
     let artifact_id = ArtifactId::generate();
     revisioned::create::<Artifacts>(tx, &artifact_id, new, |tx| {
         let now = tx.now_db();
-        tx.sqlite()?
-            .prepare_cached(
-                "INSERT INTO artifacts (id, workspace_id, project_id, task_id, component, kind, current_revision_id, status, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, '', ?7, ?8, ?8)",
-            )?
-            .execute(params![
-                artifact_id,
-                owner.workspace_id,
-                owner.project_id,
-                owner.task_id,
-                owner.component,
-                kind,
-                ArtifactStatus::Active,
-                now
-            ])?;
+        tx.db().execute(
+            "INSERT INTO artifacts (id, workspace_id, project_id, task_id, component, kind, current_revision_id, status, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, '', ?7, ?8, ?8)",
+            &[
+                &artifact_id,
+                &owner.workspace_id,
+                &owner.project_id,
+                &owner.task_id,
+                &owner.component,
+                &kind,
+                &ArtifactStatus::Active,
+                &now,
+            ],
+        )?;
         Ok(())
     })
 }

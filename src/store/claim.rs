@@ -5,18 +5,19 @@
 //! is `conflicted` exactly when an open conflict case references its current revision; the
 //! [`columns`] projection derives it on every read.
 
-use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
 use super::conflict;
+use super::db::{Db, Dialect, Row};
 use super::error::{StoreError, StoreResult};
 use super::revisioned::{self, RevisionRow, Revisioned};
-use super::scope::{Owner, owner_from_row};
+use super::scope::{Owner, owner_from_db_row};
 use super::{Tx, artifact};
 use crate::protocol::Operation;
 use crate::protocol::claim::{ClaimStatus, ClaimType, EvidenceLocator};
 use crate::protocol::ids::{ClaimId, ClaimRevisionId};
 use crate::protocol::relation::EntityType;
+use crate::retrieval::text::folded_words;
 
 /// One evidence locator: an exact artifact revision and an optional `[start, end)` byte span.
 pub type EvidenceRef = EvidenceLocator;
@@ -77,6 +78,8 @@ pub struct ClaimRow {
     pub revision_commit_seq: i64,
     pub retraction_reason: Option<String>,
     pub current_revision_id: ClaimRevisionId,
+    /// Whether `claim.purge` erased this revision's statement (see [`super::purge`]).
+    pub purged: bool,
 }
 
 impl RevisionRow for ClaimRow {
@@ -102,6 +105,10 @@ impl RevisionRow for ClaimRow {
 
     fn current_revision_id(&self) -> &str {
         &self.current_revision_id
+    }
+
+    fn purged(&self) -> bool {
+        self.purged
     }
 }
 
@@ -132,14 +139,20 @@ pub fn columns() -> &'static str {
         format!(
             "r.seq, c.id, r.id, r.revision_number, c.claim_type, {PRESENTED_STATUS}, c.status, r.statement, r.confidence, \
              r.evidence_json, c.valid_from, c.valid_until, c.workspace_id, c.project_id, c.task_id, c.component, r.actor, \
-             c.created_at, r.created_at, r.commit_seq, c.retraction_reason, c.current_revision_id"
+             c.created_at, r.created_at, r.commit_seq, c.retraction_reason, c.current_revision_id, r.purged"
         )
     });
     &COLUMNS
 }
 
-/// Maps a row selected with [`columns`].
+/// Maps a `rusqlite` row selected with [`columns`] (store code not yet written against
+/// [`Db`](super::Db)).
 pub fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ClaimRow> {
+    db_row(&Row::Sqlite(r)).map_err(super::db::into_rusqlite)
+}
+
+/// Maps a row selected with [`columns`].
+pub fn db_row(r: &Row<'_>) -> StoreResult<ClaimRow> {
     Ok(ClaimRow {
         seq: r.get(0)?,
         claim_id: r.get(1)?,
@@ -153,13 +166,14 @@ pub fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ClaimRow> {
         evidence_json: r.get(9)?,
         valid_from: r.get(10)?,
         valid_until: r.get(11)?,
-        owner: owner_from_row(r, 12)?,
+        owner: owner_from_db_row(r, 12)?,
         actor: r.get(16)?,
         created_at: r.get(17)?,
         revision_created_at: r.get(18)?,
         revision_commit_seq: r.get(19)?,
         retraction_reason: r.get(20)?,
         current_revision_id: r.get(21)?,
+        purged: r.get(22)?,
     })
 }
 
@@ -194,8 +208,8 @@ impl Revisioned for Claims {
         columns()
     }
 
-    fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ClaimRow> {
-        row(r)
+    fn row(r: &Row<'_>) -> StoreResult<ClaimRow> {
+        db_row(r)
     }
 
     fn actor(new: &NewClaimRevision) -> Option<&str> {
@@ -210,26 +224,40 @@ impl Revisioned for Claims {
         commit_seq: i64,
     ) -> StoreResult<String> {
         let revision_id = ClaimRevisionId::generate();
-        tx.sqlite()?
-            .prepare_cached(
-                "INSERT INTO claim_revisions (id, claim_id, revision_number, statement, confidence, evidence_json, actor, created_at, commit_seq)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )?
-            .execute(params![
-                revision_id,
-                claim_id,
-                number,
-                new.statement,
-                new.confidence,
-                evidence_to_json(&new.evidence),
-                new.actor,
-                tx.now_db(),
-                commit_seq
-            ])?;
-        let seq = tx.sqlite()?.last_insert_rowid();
-        tx.sqlite()?
-            .prepare_cached("INSERT INTO claim_fts (rowid, statement) VALUES (?1, ?2)")?
-            .execute(params![seq, new.statement])?;
+        let db = tx.db();
+        let seq: i64 = db.query_one(
+            "INSERT INTO claim_revisions (id, claim_id, revision_number, statement, confidence, evidence_json, actor, created_at, commit_seq)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING seq",
+            &[
+                &revision_id,
+                &claim_id,
+                &number,
+                &new.statement,
+                &new.confidence,
+                &evidence_to_json(&new.evidence),
+                &new.actor,
+                &tx.now_db(),
+                &commit_seq,
+            ],
+            |r| r.get(0),
+        )?;
+        match db.dialect() {
+            Dialect::Sqlite => {
+                db.execute(
+                    "INSERT INTO claim_fts (rowid, statement) VALUES (?1, ?2)",
+                    &[&seq, &new.statement],
+                )?;
+            }
+            Dialect::Postgres => {
+                let words = folded_words(&new.statement);
+                let words: Vec<&str> = words.iter().map(String::as_str).collect();
+                let document = super::pg::fts::document(&[('D', &words)]);
+                db.execute(
+                    "INSERT INTO claim_search (seq, document) VALUES (?1, CAST(CAST(?2 AS text) AS tsvector))",
+                    &[&seq, &document],
+                )?;
+            }
+        }
         Ok(revision_id.into_string())
     }
 
@@ -245,33 +273,41 @@ impl Revisioned for Claims {
 }
 
 /// Loads one revision (the current one when `revision_id` is `None`).
-pub fn get(conn: &Connection, claim_id: &str, revision_id: Option<&str>) -> StoreResult<Option<ClaimRow>> {
-    revisioned::get::<Claims>(conn, claim_id, revision_id)
+pub fn get<'c>(db: impl Into<Db<'c>>, claim_id: &str, revision_id: Option<&str>) -> StoreResult<Option<ClaimRow>> {
+    revisioned::get::<Claims>(db, claim_id, revision_id)
 }
 
 /// Loads a revision by revision id alone.
-pub fn get_revision(conn: &Connection, revision_id: &str) -> StoreResult<Option<ClaimRow>> {
-    revisioned::get_revision::<Claims>(conn, revision_id)
+pub fn get_revision<'c>(db: impl Into<Db<'c>>, revision_id: &str) -> StoreResult<Option<ClaimRow>> {
+    revisioned::get_revision::<Claims>(db, revision_id)
 }
 
 /// Loads the current revision or fails with `NOT_FOUND`.
-pub fn head(conn: &Connection, claim_id: &str) -> StoreResult<ClaimRow> {
-    revisioned::head::<Claims>(conn, claim_id)
+pub fn head<'c>(db: impl Into<Db<'c>>, claim_id: &str) -> StoreResult<ClaimRow> {
+    revisioned::head::<Claims>(db, claim_id)
 }
 
 /// Checks that every locator names an existing artifact revision and a span inside it.
-pub fn validate_evidence(conn: &Connection, evidence: &[EvidenceRef]) -> StoreResult<()> {
+pub fn validate_evidence<'c>(db: impl Into<Db<'c>>, evidence: &[EvidenceRef]) -> StoreResult<()> {
+    let db = db.into();
     for (index, locator) in evidence.iter().enumerate() {
-        let size: Option<i64> = conn
-            .prepare_cached("SELECT blob_size FROM artifact_revisions WHERE artifact_id = ?1 AND id = ?2")?
-            .query_row(params![locator.artifact_id, locator.revision_id], |r| r.get(0))
-            .optional()?;
-        let Some(size) = size else {
+        let found: Option<(i64, bool)> = db.query_opt(
+            "SELECT blob_size, purged FROM artifact_revisions WHERE artifact_id = ?1 AND id = ?2",
+            &[&locator.artifact_id, &locator.revision_id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        let Some((size, purged)) = found else {
             return Err(StoreError::NotFound(format!(
                 "evidence {} revision {}",
                 locator.artifact_id, locator.revision_id
             )));
         };
+        if purged {
+            return Err(StoreError::Invalid(format!(
+                "evidence[{index}] cites artifact {} revision {}, whose content was purged",
+                locator.artifact_id, locator.revision_id
+            )));
+        }
         if let (Some(start), Some(end)) = (locator.start_byte, locator.end_byte)
             && start >= end
         {
@@ -300,42 +336,44 @@ pub fn assert(
     valid_from: Option<&str>,
     valid_until: Option<&str>,
 ) -> StoreResult<(ClaimRow, i64)> {
-    validate_evidence(tx.sqlite()?, &new.evidence)?;
+    validate_evidence(tx.db(), &new.evidence)?;
     let claim_id = ClaimId::generate();
     revisioned::create::<Claims>(tx, &claim_id, new, |tx| {
         let now = tx.now_db();
-        tx.sqlite()?
-            .prepare_cached(
-                "INSERT INTO claims (id, workspace_id, project_id, task_id, component, claim_type, current_revision_id, status,
-                     valid_from, valid_until, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, '', ?7, ?8, ?9, ?10, ?10)",
-            )?
-            .execute(params![
-                claim_id,
-                owner.workspace_id,
-                owner.project_id,
-                owner.task_id,
-                owner.component,
-                claim_type,
-                ClaimStatus::Active,
-                valid_from,
-                valid_until,
-                now
-            ])?;
+        tx.db().execute(
+            "INSERT INTO claims (id, workspace_id, project_id, task_id, component, claim_type, current_revision_id, status,
+                 valid_from, valid_until, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, '', ?7, ?8, ?9, ?10, ?10)",
+            &[
+                &claim_id,
+                &owner.workspace_id,
+                &owner.project_id,
+                &owner.task_id,
+                &owner.component,
+                &claim_type,
+                &ClaimStatus::Active,
+                &valid_from,
+                &valid_until,
+                &now,
+            ],
+        )?;
         Ok(())
     })
 }
 
 /// Marks a claim superseded (used by `relation.put supersedes`) and resolves its open cases.
 pub fn supersede(tx: &Tx<'_>, claim_id: &str, commit_seq: i64) -> StoreResult<()> {
-    tx.sqlite()?.execute(
+    tx.db().execute(
         "UPDATE claims SET status = ?1, updated_at = ?2 WHERE id = ?3 AND status = ?4",
-        params![ClaimStatus::Superseded, tx.now_db(), claim_id, ClaimStatus::Active],
+        &[&ClaimStatus::Superseded, &tx.now_db(), &claim_id, &ClaimStatus::Active],
     )?;
     conflict::resolve_for_claim(tx, claim_id, "claim superseded", commit_seq)
 }
 
 /// The artifact revision a locator names, for previews and verification.
-pub fn evidence_revision(conn: &Connection, locator: &EvidenceRef) -> StoreResult<Option<artifact::ArtifactRow>> {
-    artifact::get(conn, &locator.artifact_id, Some(&locator.revision_id))
+pub fn evidence_revision<'c>(
+    db: impl Into<Db<'c>>,
+    locator: &EvidenceRef,
+) -> StoreResult<Option<artifact::ArtifactRow>> {
+    artifact::get(db, &locator.artifact_id, Some(&locator.revision_id))
 }

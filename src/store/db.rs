@@ -234,6 +234,14 @@ impl PgToSql for Value {
     postgres::types::to_sql_checked!();
 }
 
+/// A store error as a `rusqlite` error, for row mappers handed to `rusqlite` directly.
+pub fn into_rusqlite(error: StoreError) -> rusqlite::Error {
+    match error {
+        StoreError::Sqlite(e) => e,
+        other => rusqlite::Error::ToSqlConversionFailure(Box::new(other)),
+    }
+}
+
 fn pg_params<'p>(params: &[&'p dyn Param]) -> Vec<&'p (dyn PgToSql + Sync)> {
     params.iter().map(|p| *p as &(dyn PgToSql + Sync)).collect()
 }

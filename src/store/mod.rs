@@ -10,6 +10,7 @@
 
 pub mod artifact;
 pub mod backup;
+pub mod browse;
 pub mod claim;
 pub mod conflict;
 pub mod db;
@@ -17,6 +18,8 @@ mod error;
 pub mod idempotency;
 mod migrate;
 pub mod pg;
+pub mod portable;
+pub mod purge;
 pub mod reindex;
 pub mod relation;
 pub mod restore;
@@ -26,15 +29,18 @@ pub mod search;
 pub(crate) mod sql;
 #[cfg(test)]
 pub(crate) mod test_seed;
+pub mod tombstone;
 pub mod verify;
+pub mod vocab;
 mod writer;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 
 pub use db::Db;
@@ -54,6 +60,13 @@ pub const BLOBS_DIR: &str = "blobs";
 
 /// Upper bound on idle pooled read connections.
 const MAX_IDLE_READERS: usize = 8;
+/// Page cache of the writer connection, in KiB. It holds the interior pages every
+/// mutation walks; the OS page cache serves the rest, and the daemon's resident memory
+/// grows by whatever is cached (SQLite's default is 2000 KiB per connection).
+const WRITER_CACHE_KIB: u32 = 1024;
+/// Page cache of each read connection, in KiB. Under writes a reader's cache is discarded
+/// at each new snapshot anyway; several readers exist only under concurrent reads.
+const READER_CACHE_KIB: u32 = 512;
 /// Prepared statements kept per connection (`prepare_cached`): search, recall and
 /// context.build together, or all the mutations, prepare more distinct statements than
 /// rusqlite's default of 16.
@@ -68,9 +81,40 @@ pub struct Store {
 struct Inner {
     data_dir: PathBuf,
     db_path: PathBuf,
-    blobs: BlobStore,
-    writer: writer::Writer,
-    readers: Mutex<Vec<Connection>>,
+    backend: Backend,
+    /// Whether any purge tombstone exists (reads annotate purged mentions only then).
+    has_purges: AtomicBool,
+}
+
+/// Where the data lives.
+enum Backend {
+    /// The embedded store: SQLite in the data directory, one writer thread, pooled readers,
+    /// and the filesystem CAS.
+    Sqlite {
+        blobs: BlobStore,
+        writer: writer::Writer,
+        readers: Mutex<Vec<Connection>>,
+    },
+    /// A PostgreSQL database shared by any number of front ends; blobs live in it too.
+    Postgres(pg::PgStore),
+}
+
+/// Where a revision's external content is read from: the filesystem CAS or the database.
+pub trait BlobSource {
+    /// The raw bytes of `digest`, checked against it and `size`.
+    fn get_blob(&self, digest: &crate::blob::Digest, size: u64) -> StoreResult<Vec<u8>>;
+}
+
+impl BlobSource for BlobStore {
+    fn get_blob(&self, digest: &crate::blob::Digest, size: u64) -> StoreResult<Vec<u8>> {
+        Ok(self.get(digest, size)?)
+    }
+}
+
+impl BlobSource for pg::PgStore {
+    fn get_blob(&self, digest: &crate::blob::Digest, size: u64) -> StoreResult<Vec<u8>> {
+        pg::blob::get(&*self.connection()?, digest, size)
+    }
 }
 
 impl std::fmt::Debug for Store {
@@ -148,23 +192,8 @@ impl<'c> Tx<'c> {
     }
 }
 
-/// What an `events` row names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EventEntity {
-    Artifact,
-    Claim,
-    Relation,
-}
-
-impl EventEntity {
-    fn as_str(self) -> &'static str {
-        match self {
-            EventEntity::Artifact => "artifact",
-            EventEntity::Claim => "claim",
-            EventEntity::Relation => "relation",
-        }
-    }
-}
+/// What an `events` row names (the wire enum of `event.list`).
+pub use crate::protocol::browse::EventEntityType as EventEntity;
 
 /// The one `events` row of a logical mutation (see ARCHITECTURE.md, *Events*).
 #[derive(Clone, Debug)]
@@ -207,6 +236,7 @@ impl Store {
         // frames of the commit); in memory it is a copy that is dropped at RELEASE. It is
         // never needed for crash recovery (the WAL is), so durability is unchanged.
         conn.execute_batch("PRAGMA temp_store = MEMORY;")?;
+        conn.execute_batch(&format!("PRAGMA cache_size = -{WRITER_CACHE_KIB};"))?;
         migrate::migrate(&mut conn)?;
         configure_statements(&conn)?;
         for suffix in ["", "-wal", "-shm"] {
@@ -217,27 +247,65 @@ impl Store {
         }
         let disk_full = DiskFullFlag::from_env();
         let blobs = BlobStore::open(data_dir.join(BLOBS_DIR))?.with_disk_full_flag(disk_full.clone());
+        let has_purges = tombstone::any(&conn)?;
         let writer = writer::Writer::spawn(conn, disk_full)?;
-        Ok(Store {
+        let store = Store {
             inner: Arc::new(Inner {
                 data_dir,
                 db_path,
-                blobs,
-                writer,
-                readers: Mutex::new(Vec::new()),
+                backend: Backend::Sqlite {
+                    blobs,
+                    writer,
+                    readers: Mutex::new(Vec::new()),
+                },
+                has_purges: AtomicBool::new(has_purges),
+            }),
+        };
+        if has_purges && let Err(error) = store.resume_purges() {
+            tracing::warn!(%error, "could not finish an interrupted purge; purge again to complete it");
+        }
+        Ok(store)
+    }
+
+    /// Whether this store holds any purge tombstone.
+    pub fn has_purges(&self) -> bool {
+        self.inner.has_purges.load(Ordering::Relaxed)
+    }
+
+    /// Records that a purge (or an import of tombstones) happened.
+    pub(crate) fn note_purges(&self) {
+        self.inner.has_purges.store(true, Ordering::Relaxed);
+    }
+
+    /// Connects to the PostgreSQL store at `url` (migrating it if needed). `data_dir` is this
+    /// front end's own directory (its lock and log); it holds no data.
+    pub fn open_postgres(url: &str, data_dir: &Path) -> StoreResult<Store> {
+        let pg = pg::PgStore::open(url)?;
+        let has_purges = pg.read(|db| tombstone::any_db(db.into()))?;
+        Ok(Store {
+            inner: Arc::new(Inner {
+                data_dir: data_dir.to_path_buf(),
+                db_path: PathBuf::new(),
+                backend: Backend::Postgres(pg),
+                has_purges: AtomicBool::new(has_purges),
             }),
         })
     }
 
-    /// Connects to the PostgreSQL store at `url` (migrating it if needed).
-    pub fn open_postgres(url: &str) -> StoreResult<Store> {
-        // The protocol operations are not yet written against both backends (issue 18): refuse
-        // clearly rather than serve half of them.
-        let _ = pg::PgStore::open(url)?;
-        Err(StoreError::Config(
-            "the PostgreSQL store is migrated and reachable, but this build does not serve protocol operations from it yet"
-                .to_owned(),
-        ))
+    /// Whether this store is the embedded SQLite store.
+    pub fn is_embedded(&self) -> bool {
+        matches!(self.inner.backend, Backend::Sqlite { .. })
+    }
+
+    /// Refuses `what` on a PostgreSQL store: store code that exists for SQLite only (see
+    /// ARCHITECTURE.md, *PostgreSQL*) calls this first.
+    pub fn embedded_only(&self, what: &str) -> StoreResult<()> {
+        if self.is_embedded() {
+            return Ok(());
+        }
+        Err(StoreError::Unsupported(format!(
+            "{what} is not yet implemented on the PostgreSQL store"
+        )))
     }
 
     /// The data directory.
@@ -245,14 +313,40 @@ impl Store {
         &self.inner.data_dir
     }
 
-    /// The database file.
+    /// The database file (embedded store only; empty on PostgreSQL).
     pub fn db_path(&self) -> &Path {
         &self.inner.db_path
     }
 
-    /// The CAS.
-    pub fn blobs(&self) -> &BlobStore {
-        &self.inner.blobs
+    /// The filesystem CAS of the embedded store.
+    pub fn blobs(&self) -> StoreResult<&BlobStore> {
+        match &self.inner.backend {
+            Backend::Sqlite { blobs, .. } => Ok(blobs),
+            Backend::Postgres(_) => Err(StoreError::Unsupported(
+                "the filesystem CAS does not exist on the PostgreSQL store".to_owned(),
+            )),
+        }
+    }
+
+    /// Where revision content is read from.
+    pub fn blob_source(&self) -> &dyn BlobSource {
+        match &self.inner.backend {
+            Backend::Sqlite { blobs, .. } => blobs,
+            Backend::Postgres(pg) => pg,
+        }
+    }
+
+    /// Stores content above the inline threshold before the mutation citing it, returning
+    /// its digest and, on the embedded store, the pin that keeps a concurrent purge from
+    /// erasing it until the mutation ran.
+    pub fn put_blob_pinned(&self, bytes: &[u8]) -> StoreResult<(crate::blob::Digest, Option<crate::blob::BlobPin>)> {
+        match &self.inner.backend {
+            Backend::Sqlite { blobs, .. } => {
+                let (digest, pin) = blobs.put_pinned(bytes)?;
+                Ok((digest, Some(pin)))
+            }
+            Backend::Postgres(pg) => Ok((pg.put_blob(bytes)?, None)),
+        }
     }
 
     /// Runs a mutation in the next group commit; returns once it is durable.
@@ -261,21 +355,46 @@ impl Store {
         T: Send + 'static,
         F: FnOnce(&Tx<'_>) -> StoreResult<T> + Send + 'static,
     {
-        self.inner.writer.write(f)
+        match &self.inner.backend {
+            Backend::Sqlite { writer, .. } => writer.write(f),
+            Backend::Postgres(pg) => pg.write(f),
+        }
     }
 
-    /// Runs `f` on the writer connection while no write can happen (backups, reindex).
+    /// Runs `f` on the writer connection while no write can happen (backups, reindex);
+    /// embedded store only.
     pub fn exclusive<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
     {
-        self.inner.writer.exclusive(f)
+        match &self.inner.backend {
+            Backend::Sqlite { writer, .. } => writer.exclusive(f),
+            Backend::Postgres(_) => Err(StoreError::Unsupported(
+                "exclusive access is not available on the PostgreSQL store".to_owned(),
+            )),
+        }
     }
 
-    /// Runs a read in one snapshot transaction on a pooled read-only connection.
+    /// Runs a read in one snapshot transaction (a pooled read-only SQLite connection, or a
+    /// `REPEATABLE READ READ ONLY` PostgreSQL transaction).
+    pub fn read_db<T>(&self, f: impl FnOnce(Db<'_>) -> StoreResult<T>) -> StoreResult<T> {
+        match &self.inner.backend {
+            Backend::Sqlite { .. } => self.read(|conn| f(Db::Sqlite(conn))),
+            Backend::Postgres(pg) => pg.read(|conn| f(Db::Postgres(conn))),
+        }
+    }
+
+    /// Runs a read in one snapshot transaction on a pooled read-only SQLite connection; on
+    /// PostgreSQL it is [`StoreError::Unsupported`] (store code not yet written against
+    /// [`Db`] reads through this).
     pub fn read<T>(&self, f: impl FnOnce(&Connection) -> StoreResult<T>) -> StoreResult<T> {
-        let pooled = self.inner.readers.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let Backend::Sqlite { readers, .. } = &self.inner.backend else {
+            return Err(StoreError::Unsupported(
+                "this read is not yet implemented on the PostgreSQL store".to_owned(),
+            ));
+        };
+        let pooled = readers.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let conn = match pooled {
             Some(conn) => conn,
             None => self.open_reader()?,
@@ -284,7 +403,7 @@ impl Store {
         let result = f(&conn);
         let ended = conn.execute_batch("COMMIT");
         if ended.is_ok() {
-            let mut readers = self.inner.readers.lock().unwrap_or_else(|e| e.into_inner());
+            let mut readers = readers.lock().unwrap_or_else(|e| e.into_inner());
             if readers.len() < MAX_IDLE_READERS {
                 readers.push(conn);
             }
@@ -300,19 +419,25 @@ impl Store {
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        conn.execute_batch("PRAGMA query_only = ON; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY;")?;
+        conn.execute_batch(&format!(
+            "PRAGMA query_only = ON; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY; \
+             PRAGMA cache_size = -{READER_CACHE_KIB};"
+        ))?;
         configure_statements(&conn)?;
         Ok(conn)
     }
 
     /// The last committed sequence number.
     pub fn last_commit_seq(&self) -> StoreResult<i64> {
-        self.read(last_commit_seq)
+        self.read_db(|db| last_commit_seq(db))
     }
 
     /// Stops the writer after queued mutations finish.
     pub fn shutdown(&self) {
-        self.inner.writer.shutdown();
+        match &self.inner.backend {
+            Backend::Sqlite { writer, .. } => writer.shutdown(),
+            Backend::Postgres(pg) => pg.shutdown(),
+        }
     }
 }
 
@@ -328,10 +453,12 @@ fn configure_statements(conn: &Connection) -> StoreResult<()> {
 }
 
 /// The last committed sequence number, read on `conn`.
-pub fn last_commit_seq(conn: &Connection) -> StoreResult<i64> {
-    Ok(conn
-        .query_row("SELECT commit_seq FROM commit_state WHERE id = 1", [], |row| row.get(0))
-        .optional()?
+pub fn last_commit_seq<'c>(db: impl Into<Db<'c>>) -> StoreResult<i64> {
+    Ok(db
+        .into()
+        .query_opt("SELECT commit_seq FROM commit_state WHERE id = 1", &[], |row| {
+            row.get(0)
+        })?
         .unwrap_or(0))
 }
 

@@ -16,9 +16,9 @@
 //! only forward, to a revision inserted in the same transaction; `commit_seq` is taken once
 //! per mutation, before its rows, and the event carries it.
 
-use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::json;
 
+use super::db::{Db, Row};
 use super::error::{StoreError, StoreResult};
 use super::scope::Owner;
 use super::{Event, EventEntity, Tx};
@@ -35,6 +35,8 @@ pub trait RevisionRow {
     fn seq(&self) -> i64;
     /// The entity's current revision id.
     fn current_revision_id(&self) -> &str;
+    /// Whether a purge erased this revision's content (see [`super::purge`]).
+    fn purged(&self) -> bool;
 
     fn is_current_revision(&self) -> bool {
         self.revision_id() == self.current_revision_id()
@@ -45,9 +47,9 @@ pub trait RevisionRow {
 /// revision table in [`Revisioned::columns`].
 pub trait Revisioned {
     /// The entity's row type, one per revision.
-    type Row: RevisionRow;
+    type Row: RevisionRow + Send + 'static;
     /// What a new revision carries.
-    type NewRevision;
+    type NewRevision: Send + 'static;
 
     const ENTITY: EntityType;
     /// The entity table, e.g. `artifacts`.
@@ -68,7 +70,7 @@ pub trait Revisioned {
 
     /// The selected columns, with [`Revisioned::ALIAS`] the entity and `r` the revision.
     fn columns() -> &'static str;
-    fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self::Row>;
+    fn row(r: &Row<'_>) -> StoreResult<Self::Row>;
 
     /// The actor recorded on the revision's event.
     fn actor(new: &Self::NewRevision) -> Option<&str>;
@@ -100,70 +102,76 @@ fn event_entity(entity: EntityType) -> EventEntity {
 }
 
 /// Loads one revision: the head when `revision_id` is `None`.
-pub fn get<E: Revisioned>(conn: &Connection, id: &str, revision_id: Option<&str>) -> StoreResult<Option<E::Row>> {
+pub fn get<'c, E: Revisioned>(
+    db: impl Into<Db<'c>>,
+    id: &str,
+    revision_id: Option<&str>,
+) -> StoreResult<Option<E::Row>> {
+    let db = db.into();
     let (columns, table, e, revisions, parent) = (E::columns(), E::TABLE, E::ALIAS, E::REVISIONS, E::PARENT);
-    let found = match revision_id {
-        None => conn
-            .prepare_cached(&format!(
+    match revision_id {
+        None => db.query_opt(
+            &format!(
                 "SELECT {columns} FROM {table} {e} JOIN {revisions} r ON r.id = {e}.current_revision_id WHERE {e}.id = ?1"
-            ))?
-            .query_row([id], E::row)
-            .optional()?,
-        Some(revision_id) => conn
-            .prepare_cached(&format!(
+            ),
+            &[&id],
+            E::row,
+        ),
+        Some(revision_id) => db.query_opt(
+            &format!(
                 "SELECT {columns} FROM {revisions} r JOIN {table} {e} ON {e}.id = r.{parent} WHERE {e}.id = ?1 AND r.id = ?2"
-            ))?
-            .query_row(params![id, revision_id], E::row)
-            .optional()?,
-    };
-    Ok(found)
+            ),
+            &[&id, &revision_id],
+            E::row,
+        ),
+    }
 }
 
 /// Loads the head or fails with `NOT_FOUND` (`artifact <id>` / `claim <id>`).
-pub fn head<E: Revisioned>(conn: &Connection, id: &str) -> StoreResult<E::Row> {
-    get::<E>(conn, id, None)?.ok_or_else(|| StoreError::NotFound(format!("{} {id}", E::ENTITY)))
+pub fn head<'c, E: Revisioned>(db: impl Into<Db<'c>>, id: &str) -> StoreResult<E::Row> {
+    get::<E>(db, id, None)?.ok_or_else(|| StoreError::NotFound(format!("{} {id}", E::ENTITY)))
 }
 
 /// Loads a revision by its revision id alone.
-pub fn get_revision<E: Revisioned>(conn: &Connection, revision_id: &str) -> StoreResult<Option<E::Row>> {
+pub fn get_revision<'c, E: Revisioned>(db: impl Into<Db<'c>>, revision_id: &str) -> StoreResult<Option<E::Row>> {
     let (columns, table, e, revisions, parent) = (E::columns(), E::TABLE, E::ALIAS, E::REVISIONS, E::PARENT);
-    Ok(conn
-        .prepare_cached(&format!(
-            "SELECT {columns} FROM {revisions} r JOIN {table} {e} ON {e}.id = r.{parent} WHERE r.id = ?1"
-        ))?
-        .query_row([revision_id], E::row)
-        .optional()?)
+    db.into().query_opt(
+        &format!("SELECT {columns} FROM {revisions} r JOIN {table} {e} ON {e}.id = r.{parent} WHERE r.id = ?1"),
+        &[&revision_id],
+        E::row,
+    )
 }
 
 /// Whether the entity exists.
-pub fn exists<E: Revisioned>(conn: &Connection, id: &str) -> StoreResult<bool> {
-    Ok(conn
-        .prepare_cached(&format!("SELECT 1 FROM {} WHERE id = ?1", E::TABLE))?
-        .query_row([id], |_| Ok(()))
-        .optional()?
+pub fn exists<'c, E: Revisioned>(db: impl Into<Db<'c>>, id: &str) -> StoreResult<bool> {
+    Ok(db
+        .into()
+        .query_opt(&format!("SELECT 1 FROM {} WHERE id = ?1", E::TABLE), &[&id], |_| Ok(()))?
         .is_some())
 }
 
 /// One page of revisions, newest first, numbered strictly below `before` when given;
 /// `NOT_FOUND` when the entity does not exist. Returns the rows and whether older ones
 /// exist.
-pub fn history<E: Revisioned>(
-    conn: &Connection,
+pub fn history<'c, E: Revisioned>(
+    db: impl Into<Db<'c>>,
     id: &str,
     limit: usize,
     before: Option<i64>,
 ) -> StoreResult<(Vec<E::Row>, bool)> {
-    if !exists::<E>(conn, id)? {
+    let db = db.into();
+    if !exists::<E>(db, id)? {
         return Err(StoreError::NotFound(format!("{} {id}", E::ENTITY)));
     }
     let (columns, table, e, revisions, parent) = (E::columns(), E::TABLE, E::ALIAS, E::REVISIONS, E::PARENT);
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {columns} FROM {revisions} r JOIN {table} {e} ON {e}.id = r.{parent}
-         WHERE {e}.id = ?1 AND r.revision_number < ?2 ORDER BY r.revision_number DESC LIMIT ?3"
-    ))?;
-    let mut rows = stmt
-        .query_map(params![id, before.unwrap_or(i64::MAX), limit as i64 + 1], E::row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut rows = db.query_all(
+        &format!(
+            "SELECT {columns} FROM {revisions} r JOIN {table} {e} ON {e}.id = r.{parent}
+             WHERE {e}.id = ?1 AND r.revision_number < ?2 ORDER BY r.revision_number DESC LIMIT ?3"
+        ),
+        &[&id, &before.unwrap_or(i64::MAX), &(limit as i64 + 1)],
+        E::row,
+    )?;
     let truncated = rows.len() > limit;
     rows.truncate(limit);
     Ok((rows, truncated))
@@ -191,7 +199,7 @@ pub fn create<E: Revisioned>(
         // The entity and revision rows hold everything: nothing to add.
         payload: json!({}),
     })?;
-    Ok((head::<E>(tx.sqlite()?, id)?, commit_seq))
+    Ok((head::<E>(tx.db(), id)?, commit_seq))
 }
 
 /// Appends the next revision to `current` (scope, lifecycle and `if_revision` already
@@ -211,20 +219,21 @@ pub fn revise<E: Revisioned>(tx: &Tx<'_>, current: &E::Row, new: &E::NewRevision
         payload: json!({"previous_revision_id": current.revision_id()}),
     })?;
     E::after_revise(tx, id, commit_seq)?;
-    Ok((head::<E>(tx.sqlite()?, id)?, commit_seq))
+    Ok((head::<E>(tx.db(), id)?, commit_seq))
 }
 
 /// Moves the entity to its terminal status with `reason`; its revisions stay readable.
 pub fn close<E: Revisioned>(tx: &Tx<'_>, current: &E::Row, reason: &str) -> StoreResult<(E::Row, i64)> {
     let commit_seq = tx.next_commit_seq()?;
     let id = current.entity_id();
-    tx.sqlite()?
-        .prepare_cached(&format!(
+    tx.db().execute(
+        &format!(
             "UPDATE {} SET status = ?1, {} = ?2, updated_at = ?3 WHERE id = ?4",
             E::TABLE,
             E::CLOSED_REASON
-        ))?
-        .execute(params![E::CLOSED_STATUS, reason, tx.now_db(), id])?;
+        ),
+        &[&E::CLOSED_STATUS, &reason, &tx.now_db(), &id],
+    )?;
     tx.append_event(&Event {
         commit_seq,
         operation: E::CLOSE,
@@ -235,15 +244,16 @@ pub fn close<E: Revisioned>(tx: &Tx<'_>, current: &E::Row, reason: &str) -> Stor
         payload: json!({"reason": reason}),
     })?;
     E::after_close(tx, id, commit_seq)?;
-    Ok((head::<E>(tx.sqlite()?, id)?, commit_seq))
+    Ok((head::<E>(tx.db(), id)?, commit_seq))
 }
 
 fn set_head<E: Revisioned>(tx: &Tx<'_>, id: &str, revision_id: &str) -> StoreResult<()> {
-    tx.sqlite()?
-        .prepare_cached(&format!(
+    tx.db().execute(
+        &format!(
             "UPDATE {} SET current_revision_id = ?1, updated_at = ?2 WHERE id = ?3",
             E::TABLE
-        ))?
-        .execute(params![revision_id, tx.now_db(), id])?;
+        ),
+        &[&revision_id, &tx.now_db(), &id],
+    )?;
     Ok(())
 }

@@ -12,13 +12,14 @@ use postgres::types::{IsNull, Type};
 
 use super::db::from_db_text;
 use super::error::{StoreError, StoreResult};
+use crate::protocol::Operation;
 use crate::protocol::artifact::ArtifactStatus;
+use crate::protocol::browse::EventEntityType;
 use crate::protocol::claim::{ClaimStatus, ClaimType};
 use crate::protocol::ids::{
     ArtifactId, ArtifactRevisionId, CaseEventId, CaseId, ClaimId, ClaimRevisionId, EventId, RelationId, RevisionId,
 };
 use crate::protocol::relation::{ConflictState, EntityType, RelationType};
-use crate::protocol::{ErrorCode, Operation};
 
 /// A typed value stored as text.
 pub(super) trait FromText: Sized {
@@ -126,5 +127,5 @@ sql_enum!(
     EntityType,
     RelationType,
     Operation,
-    ErrorCode
+    EventEntityType
 );

@@ -47,7 +47,7 @@ impl TestStore {
         let blob = if bytes.len() <= limits::INLINE_BLOB_MAX_BYTES {
             BlobRef::inline(bytes)
         } else {
-            BlobRef::external(self.store.blobs().put(bytes).unwrap(), bytes.len() as u64)
+            BlobRef::external(self.store.blobs().unwrap().put(bytes).unwrap(), bytes.len() as u64)
         };
         let new = NewRevision {
             title: title.to_owned(),
@@ -66,7 +66,10 @@ impl TestStore {
     /// as a binary that compresses CAS objects would.
     pub fn put_compressed_external(&self, title: &str, bytes: &[u8]) -> ArtifactRow {
         assert!(bytes.len() > limits::INLINE_BLOB_MAX_BYTES);
-        let blob = BlobRef::external(self.store.blobs().put_object(bytes, true).unwrap(), bytes.len() as u64);
+        let blob = BlobRef::external(
+            self.store.blobs().unwrap().put_object(bytes, true).unwrap(),
+            bytes.len() as u64,
+        );
         let new = NewRevision {
             title: title.to_owned(),
             media_type: "text/plain; charset=utf-8".to_owned(),
@@ -103,7 +106,10 @@ impl TestStore {
 
     /// The CAS path of an external revision's blob.
     pub fn blob_path(&self, row: &ArtifactRow) -> PathBuf {
-        self.store.blobs().path_of(&Digest::parse(&row.blob_hash).unwrap())
+        self.store
+            .blobs()
+            .unwrap()
+            .path_of(&Digest::parse(&row.blob_hash).unwrap())
     }
 }
 

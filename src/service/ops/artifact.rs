@@ -44,8 +44,14 @@ fn store_blob(service: &Service, bytes: &[u8]) -> Result<BlobRef, ServiceError> 
     if bytes.len() <= limits::INLINE_BLOB_MAX_BYTES {
         return Ok(BlobRef::inline(bytes));
     }
-    let digest = service.store().blobs().put(bytes).map_err(StoreError::from)?;
-    Ok(BlobRef::external(digest, bytes.len() as u64))
+    // Pinned until the mutation has run on the writer, so a concurrent purge of the same
+    // bytes cannot erase the object in between.
+    let (digest, pin) = service.store().put_blob_pinned(bytes)?;
+    let blob = BlobRef::external(digest, bytes.len() as u64);
+    Ok(match pin {
+        Some(pin) => blob.pinned(pin),
+        None => blob,
+    })
 }
 
 fn check_actor(actor: Option<&str>) -> Result<(), ServiceError> {
@@ -90,7 +96,7 @@ pub(super) fn put(service: &Service, call: &Call, input: ArtifactPutInput) -> Re
 pub(super) fn get(service: &Service, input: ArtifactGetInput) -> Result<Output, ServiceError> {
     let row = revisioned::get::<Artifacts>(service, &input.artifact_id, input.revision_id.as_deref())?;
     let content = if input.include_content {
-        let bytes = row.read_content(service.store().blobs())?;
+        let bytes = row.read_content(service.store().blob_source())?;
         Some(validate::encode_content(&row.media_type, bytes))
     } else {
         None

@@ -148,7 +148,7 @@ pub(super) fn revise(service: &Service, call: &Call, input: ClaimReviseInput) ->
     };
     let if_revision = input.if_revision;
     revisioned::write_existing::<Claims>(service, call, input.claim_id.into_string(), move |tx, head| {
-        store_claim::validate_evidence(tx.sqlite()?, &new.evidence)?;
+        store_claim::validate_evidence(tx.db(), &new.evidence)?;
         revisioned::check_if_revision::<Claims>(&head, &if_revision)?;
         if head.is_terminal() {
             return Err(StoreError::Invalid(format!(

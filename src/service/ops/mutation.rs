@@ -61,17 +61,17 @@ fn rebuild(tx: &Tx<'_>, recipe: &Value) -> StoreResult<Value> {
     let text = |key: &str| recipe.get(key).and_then(Value::as_str).map(str::to_owned);
     let status = |key: &str| recipe.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
     let acknowledged = if let Some(revision) = text("artifact_revision") {
-        let mut row = store_artifact::get_revision(tx.sqlite()?, &revision)?.ok_or_else(|| broken(recipe))?;
+        let mut row = store_artifact::get_revision(tx.db(), &revision)?.ok_or_else(|| broken(recipe))?;
         row.status = ArtifactStatus::parse(&status("status")).ok_or_else(|| broken(recipe))?;
         row.forgotten_reason = text("reason");
         Acknowledged::Artifact(row)
     } else if let Some(revision) = text("claim_revision") {
-        let mut row = store_claim::get_revision(tx.sqlite()?, &revision)?.ok_or_else(|| broken(recipe))?;
+        let mut row = store_claim::get_revision(tx.db(), &revision)?.ok_or_else(|| broken(recipe))?;
         row.status = ClaimStatus::parse(&status("status")).ok_or_else(|| broken(recipe))?;
         row.retraction_reason = text("reason");
         Acknowledged::Claim(row)
     } else if let Some(relation) = text("relation") {
-        Acknowledged::Relation(store_relation::get(tx.sqlite()?, &relation)?.ok_or_else(|| broken(recipe))?)
+        Acknowledged::Relation(store_relation::get(tx.db(), &relation)?.ok_or_else(|| broken(recipe))?)
     } else {
         return Err(broken(recipe));
     };

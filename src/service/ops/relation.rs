@@ -40,8 +40,8 @@ pub(super) fn put(service: &Service, call: &Call, input: RelationPutInput) -> Re
     let key = call.idempotency_key()?;
     let ambient = context_owner(call.context()?);
     let written = service.store().write(move |tx| {
-        let source = store_relation::endpoint(tx.sqlite()?, input.source_type, &input.source_id)?;
-        let target = store_relation::endpoint(tx.sqlite()?, input.target_type, &input.target_id)?;
+        let source = store_relation::endpoint(tx.db(), input.source_type, &input.source_id)?;
+        let target = store_relation::endpoint(tx.db(), input.target_type, &input.target_id)?;
         store_relation::check_endpoint_write(&source, &ambient)?;
         store_relation::check_endpoint_write(&target, &ambient)?;
         if let Some(replay) = mutation::check(tx, &key)? {
@@ -72,11 +72,11 @@ pub(super) fn list(service: &Service, call: &Call, input: RelationListInput) -> 
     let context = call.context()?;
     let ambient = context_owner(context);
     let horizon = input.horizon;
-    let (rows, more) = service.store().read(|conn| {
-        let anchor = store_relation::endpoint(conn, input.entity_type, &input.entity_id)?;
+    let (rows, more) = service.store().read_db(|db| {
+        let anchor = store_relation::endpoint(db, input.entity_type, &input.entity_id)?;
         store_relation::check_anchor_read(&anchor, &ambient, &context.pins, horizon)?;
         store_relation::list(
-            conn,
+            db,
             &ListQuery {
                 entity_type: anchor.entity_type,
                 entity_id: &anchor.entity_id,
@@ -119,9 +119,9 @@ pub(super) fn conflict_list(service: &Service, call: &Call, input: ConflictListI
     let before = validate::cursor("before_case_sequence", input.before_case_sequence)?;
     let ambient = context_owner(call.context()?);
     let horizon = input.horizon;
-    let (items, more) = service.store().read(|conn| {
+    let (items, more) = service.store().read_db(|db| {
         let (cases, more) = store_conflict::list(
-            conn,
+            db,
             &store_conflict::ListQuery {
                 ambient: &ambient,
                 horizon,
@@ -134,8 +134,8 @@ pub(super) fn conflict_list(service: &Service, call: &Call, input: ConflictListI
             .into_iter()
             .map(|case| {
                 Ok(ConflictListItem {
-                    source: snapshot(conn, &case.source_claim_id, &case.source_revision_id)?,
-                    target: snapshot(conn, &case.target_claim_id, &case.target_revision_id)?,
+                    source: snapshot(db, &case.source_claim_id, &case.source_revision_id)?,
+                    target: snapshot(db, &case.target_claim_id, &case.target_revision_id)?,
                     case_id: case.case_id,
                     relation_id: case.relation_id,
                     state: case.state,
@@ -175,7 +175,7 @@ pub(super) fn conflict_list(service: &Service, call: &Call, input: ConflictListI
 /// The frozen revision of one side of a case next to the claim's current revision. The
 /// frozen record shows the claim's current lifecycle status, like any exact revision get.
 fn snapshot(
-    conn: &rusqlite::Connection,
+    conn: crate::store::Db<'_>,
     claim_id: &str,
     frozen_revision_id: &str,
 ) -> Result<ConflictClaimSnapshot, StoreError> {
@@ -195,7 +195,11 @@ fn snapshot(
 
 /// Cuts a page so its items' encoded JSON stays within `max_bytes`; the page is then
 /// truncated too. `more` says whether rows beyond the page already exist.
-fn cap_page<T: Serialize>(items: Vec<T>, more: bool, max_bytes: usize) -> Result<(Vec<T>, bool), ServiceError> {
+pub(super) fn cap_page<T: Serialize>(
+    items: Vec<T>,
+    more: bool,
+    max_bytes: usize,
+) -> Result<(Vec<T>, bool), ServiceError> {
     let mut used = 0usize;
     let mut kept = Vec::with_capacity(items.len());
     let total = items.len();
@@ -214,7 +218,7 @@ fn cap_page<T: Serialize>(items: Vec<T>, more: bool, max_bytes: usize) -> Result
 }
 
 /// The empty-page hint: one explicit step broader, never applied automatically.
-fn broaden_hint(what: &str, horizon: Horizon) -> Option<String> {
+pub(super) fn broaden_hint(what: &str, horizon: Horizon) -> Option<String> {
     let next = match horizon {
         Horizon::Ambient => Horizon::Workspace,
         Horizon::Workspace => Horizon::Personal,

@@ -49,9 +49,11 @@ fn a_backup_is_a_verified_private_copy_at_the_snapshot_sequence() {
     let mode = fs::metadata(&destination).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o700);
     assert!(t.blob_path(&artifacts[1]).exists());
-    let copied = destination
-        .join(BLOBS_DIR)
-        .join(t.blob_path(&artifacts[1]).strip_prefix(t.store.blobs().root()).unwrap());
+    let copied = destination.join(BLOBS_DIR).join(
+        t.blob_path(&artifacts[1])
+            .strip_prefix(t.store.blobs().unwrap().root())
+            .unwrap(),
+    );
     assert_eq!(fs::read(copied).unwrap(), fs::read(t.blob_path(&artifacts[1])).unwrap());
     let staged = super::verify_staged(&report.database, &report.blobs).unwrap();
     assert!(staged.is_ok(), "{:?}", staged.issues);
@@ -181,8 +183,8 @@ fn a_restored_backup_holds_every_acknowledged_entity_and_verifies_clean() {
             .unwrap()
             .unwrap();
         assert_eq!(
-            row.read_content(store.blobs()).unwrap(),
-            original.read_content(t.store.blobs()).unwrap()
+            row.read_content(store.blobs().unwrap()).unwrap(),
+            original.read_content(t.store.blobs().unwrap()).unwrap()
         );
     }
     for original in &claims {
@@ -204,7 +206,7 @@ fn restore_refuses_a_damaged_backup_and_leaves_the_target_untouched() {
     t.store.backup(&destination).unwrap();
     let relative = t
         .blob_path(&artifacts[1])
-        .strip_prefix(t.store.blobs().root())
+        .strip_prefix(t.store.blobs().unwrap().root())
         .unwrap()
         .to_path_buf();
     fs::remove_file(destination.join(BLOBS_DIR).join(relative)).unwrap();
@@ -260,7 +262,7 @@ fn compressed_objects_are_copied_as_stored_and_restore_to_the_same_content() {
     t.store.backup(&destination).unwrap();
     let copied = destination
         .join(BLOBS_DIR)
-        .join(t.blob_path(&row).strip_prefix(t.store.blobs().root()).unwrap());
+        .join(t.blob_path(&row).strip_prefix(t.store.blobs().unwrap().root()).unwrap());
     assert_eq!(fs::read(copied).unwrap(), stored, "copied as stored, still compressed");
     let target = t.dir.path().join("restored");
     restore(&destination, &target).unwrap();
@@ -270,7 +272,7 @@ fn compressed_objects_are_copied_as_stored_and_restore_to_the_same_content() {
         .read(|conn| crate::store::artifact::get(conn, &row.artifact_id, None))
         .unwrap()
         .unwrap();
-    assert_eq!(back.read_content(store.blobs()).unwrap(), text.as_bytes());
+    assert_eq!(back.read_content(store.blobs().unwrap()).unwrap(), text.as_bytes());
     store.shutdown();
 }
 

@@ -204,9 +204,9 @@ fn a_broken_commit_sequence_and_a_foreign_head_are_reported() {
 #[test]
 fn stray_files_in_the_cas_are_reported_and_unreferenced_objects_are_a_warning() {
     let (t, _, _) = seeded();
-    let root = t.store.blobs().root().to_path_buf();
+    let root = t.store.blobs().unwrap().root().to_path_buf();
     fs::write(root.join("stray.txt"), b"x").unwrap();
-    t.store.blobs().put(&vec![7u8; 20_000]).unwrap();
+    t.store.blobs().unwrap().put(&vec![7u8; 20_000]).unwrap();
     let report = t.store.verify().unwrap();
     assert_eq!(kinds(&t), [kind::CAS_UNEXPECTED]);
     assert_eq!(report.issues[0].entity.as_deref(), Some("blobs/stray.txt"));
@@ -216,8 +216,8 @@ fn stray_files_in_the_cas_are_reported_and_unreferenced_objects_are_a_warning() 
 #[test]
 fn a_corrupt_unreferenced_object_is_still_an_issue() {
     let (t, _, _) = seeded();
-    let digest = t.store.blobs().put(&vec![7u8; 20_000]).unwrap();
-    fs::write(t.store.blobs().path_of(&digest), b"garbage").unwrap();
+    let digest = t.store.blobs().unwrap().put(&vec![7u8; 20_000]).unwrap();
+    fs::write(t.store.blobs().unwrap().path_of(&digest), b"garbage").unwrap();
     let report = t.store.verify().unwrap();
     assert_eq!(kinds(&t), [kind::BLOB_CORRUPT]);
     assert!(report.issues[0].detail.contains("no revision"));
@@ -261,7 +261,7 @@ fn a_flipped_byte_in_a_compressed_object_is_corrupt_and_a_wrong_inline_encoding_
     );
     // Reads fail closed too: neither blob is ever returned as data.
     assert!(
-        inline.read_content(t.store.blobs()).is_ok(),
+        inline.read_content(t.store.blobs().unwrap()).is_ok(),
         "the row read before tampering still decodes"
     );
     let reread = t
@@ -269,6 +269,6 @@ fn a_flipped_byte_in_a_compressed_object_is_corrupt_and_a_wrong_inline_encoding_
         .read(|conn| crate::store::artifact::get(conn, &inline.artifact_id, None))
         .unwrap()
         .unwrap();
-    assert!(reread.read_content(t.store.blobs()).is_err());
-    assert!(external.read_content(t.store.blobs()).is_err());
+    assert!(reread.read_content(t.store.blobs().unwrap()).is_err());
+    assert!(external.read_content(t.store.blobs().unwrap()).is_err());
 }

@@ -1,0 +1,260 @@
+//! The protocol on a PostgreSQL store: the operations already written against both backends
+//! behave as on SQLite, across two front ends (two `Service`s on one database), and the
+//! rest refuse clearly.
+
+use std::sync::{Arc, Barrier};
+
+use serde_json::{Value, json};
+
+use super::{Runtime, Service};
+use crate::protocol::{ErrorCode, Response, schema};
+use crate::store::Store;
+use crate::testkit::postgres::TestCluster;
+
+struct FrontEnds {
+    _cluster: TestCluster,
+    _dirs: Vec<tempfile::TempDir>,
+    services: Vec<Service>,
+}
+
+/// `count` front ends on one fresh database.
+fn front_ends(count: usize) -> FrontEnds {
+    let cluster = TestCluster::start();
+    let url = cluster.create_database();
+    let dirs: Vec<tempfile::TempDir> = (0..count).map(|_| tempfile::tempdir().unwrap()).collect();
+    let services = dirs
+        .iter()
+        .map(|dir| Service::new(Store::open_postgres(&url, dir.path()).unwrap(), Runtime::default()))
+        .collect();
+    FrontEnds {
+        _cluster: cluster,
+        _dirs: dirs,
+        services,
+    }
+}
+
+fn context() -> Value {
+    json!({"workspace_id": "wsp_test", "project_id": "prj_test"})
+}
+
+fn call(service: &Service, request: Value) -> Response {
+    let response = service.handle_value(request, "req_transport");
+    let envelope = serde_json::to_value(&response).unwrap();
+    schema::validate_response(&envelope).unwrap_or_else(|v| panic!("response violates the schema: {v}\n{envelope}"));
+    response
+}
+
+fn ok(service: &Service, request: Value) -> Value {
+    let response = call(service, request.clone());
+    assert!(response.ok, "request {request} failed: {:?}", response.error);
+    response.result.unwrap()
+}
+
+fn put(service: &Service, key: &str, text: &str) -> Value {
+    ok(
+        service,
+        json!({"request_id": "r", "op": "artifact.put", "idempotency_key": key, "context": context(),
+               "input": {"kind": "note", "title": "A note", "content": {"type": "text", "data": text}}}),
+    )
+}
+
+fn assert_claim(service: &Service, key: &str, statement: &str) -> Value {
+    ok(
+        service,
+        json!({"request_id": "r", "op": "claim.assert", "idempotency_key": key, "context": context(),
+               "input": {"claim_type": "fact", "statement": statement}}),
+    )
+}
+
+#[test]
+fn artifacts_written_on_one_front_end_read_back_exactly_on_another_inline_and_chunked() {
+    let f = front_ends(2);
+    let (a, b) = (&f.services[0], &f.services[1]);
+    let small = put(a, "k1", "PostgreSQL is the shared store.");
+    assert_eq!(
+        (small["commit_seq"].clone(), small["created"].clone()),
+        (json!(1), json!(true))
+    );
+    let large_text = "x".repeat(3 << 20);
+    let large = put(a, "k2", &large_text);
+    for (written, text) in [
+        (&small, "PostgreSQL is the shared store."),
+        (&large, large_text.as_str()),
+    ] {
+        let got = ok(
+            b,
+            json!({"request_id": "r", "op": "artifact.get", "input": {"artifact_id": written["artifact_id"]}}),
+        );
+        assert_eq!(got["content"], json!({"type": "text", "data": text}));
+        assert_eq!(got["revision_id"], written["revision_id"]);
+    }
+    // The same content again is stored once.
+    put(b, "k3", &large_text);
+    let chunks: i64 = f.services[0]
+        .store()
+        .read_db(|db| db.query_one("SELECT count(*) FROM blob_chunks", &[], |r| r.get(0)))
+        .unwrap();
+    assert_eq!(chunks, 3);
+}
+
+#[test]
+fn a_replayed_key_on_another_front_end_returns_the_original_acknowledgement() {
+    let f = front_ends(2);
+    let first = put(&f.services[0], "same", "once");
+    let mut again = put(&f.services[1], "same", "once");
+    assert_eq!(again["created"], json!(false), "a replay says it created nothing new");
+    again["created"] = json!(true);
+    assert_eq!(again, first);
+    let conflict = call(
+        &f.services[1],
+        json!({"request_id": "r", "op": "artifact.put", "idempotency_key": "same", "context": context(),
+               "input": {"kind": "note", "title": "A note", "content": {"type": "text", "data": "different"}}}),
+    );
+    assert_eq!(conflict.error.unwrap().code, ErrorCode::IdempotencyConflict);
+}
+
+#[test]
+fn two_front_ends_racing_on_the_same_keys_apply_each_exactly_once() {
+    let f = Arc::new(front_ends(2));
+    for round in 0..10 {
+        let barrier = Arc::new(Barrier::new(4));
+        let racers: Vec<_> = (0..4)
+            .map(|racer| {
+                let (f, barrier) = (Arc::clone(&f), Arc::clone(&barrier));
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    put(
+                        &f.services[racer % 2],
+                        &format!("race-{round}"),
+                        &format!("round {round}"),
+                    )
+                })
+            })
+            .collect();
+        let acks: Vec<Value> = racers.into_iter().map(|r| r.join().unwrap()).collect();
+        assert!(
+            acks.iter().all(|ack| ack["artifact_id"] == acks[0]["artifact_id"]),
+            "{acks:?}"
+        );
+        assert!(acks.iter().all(|ack| ack["commit_seq"] == json!(round + 1)), "{acks:?}");
+    }
+    let artifacts: i64 = f.services[1]
+        .store()
+        .read_db(|db| db.query_one("SELECT count(*) FROM artifacts", &[], |r| r.get(0)))
+        .unwrap();
+    assert_eq!(artifacts, 10);
+}
+
+#[test]
+fn a_stale_if_revision_on_another_front_end_is_a_revision_conflict() {
+    let f = front_ends(2);
+    let claim = assert_claim(&f.services[0], "c1", "The writer lock is a row lock.");
+    let revise = |service: &Service, key: &str, if_revision: &Value, statement: &str| {
+        call(
+            service,
+            json!({"request_id": "r", "op": "claim.revise", "idempotency_key": key, "context": context(),
+                   "input": {"claim_id": claim["claim_id"], "if_revision": if_revision, "statement": statement}}),
+        )
+    };
+    let first = revise(
+        &f.services[0],
+        "c2",
+        &claim["revision_id"],
+        "The writer lock is the commit_state row lock.",
+    );
+    assert!(first.ok, "{:?}", first.error);
+    let stale = revise(&f.services[1], "c3", &claim["revision_id"], "A stale revision.");
+    assert_eq!(stale.error.unwrap().code, ErrorCode::RevisionConflict);
+    let history = ok(
+        &f.services[1],
+        json!({"request_id": "r", "op": "claim.history", "input": {"claim_id": claim["claim_id"]}}),
+    );
+    assert_eq!(history["revisions"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn a_contradiction_opens_one_case_visible_from_every_front_end_and_a_revision_reopens_it() {
+    let f = front_ends(2);
+    let a = assert_claim(&f.services[0], "a", "Deploys happen on Fridays.");
+    let b = assert_claim(&f.services[1], "b", "Deploys never happen on Fridays.");
+    ok(
+        &f.services[0],
+        json!({"request_id": "r", "op": "relation.put", "idempotency_key": "rel", "context": context(),
+               "input": {"source_type": "claim", "source_id": a["claim_id"], "relation": "contradicts",
+                         "target_type": "claim", "target_id": b["claim_id"]}}),
+    );
+    let list = |service: &Service| {
+        ok(
+            service,
+            json!({"request_id": "r", "op": "conflict.list", "context": context(), "input": {}}),
+        )
+    };
+    let cases = list(&f.services[1]);
+    assert_eq!(cases["conflicts"].as_array().unwrap().len(), 1, "{cases}");
+    ok(
+        &f.services[1],
+        json!({"request_id": "r", "op": "claim.revise", "idempotency_key": "rev", "context": context(),
+               "input": {"claim_id": a["claim_id"], "if_revision": a["revision_id"], "statement": "Deploys happen on Fridays only."}}),
+    );
+    let cases = list(&f.services[0]);
+    assert_eq!(
+        cases["conflicts"].as_array().unwrap().len(),
+        1,
+        "one open case per relation: {cases}"
+    );
+    let open: i64 = f.services[0]
+        .store()
+        .read_db(|db| {
+            db.query_one("SELECT count(*) FROM conflict_cases WHERE state = 'open'", &[], |r| {
+                r.get(0)
+            })
+        })
+        .unwrap();
+    assert_eq!(open, 1);
+    let relations = ok(
+        &f.services[1],
+        json!({"request_id": "r", "op": "relation.list", "context": context(),
+               "input": {"entity_type": "claim", "entity_id": a["claim_id"]}}),
+    );
+    assert_eq!(relations["relations"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn commit_seq_is_gapless_across_front_ends_and_every_mutation_has_one_event() {
+    let f = Arc::new(front_ends(2));
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let f = Arc::clone(&f);
+            std::thread::spawn(move || {
+                (0..10)
+                    .map(|i| {
+                        put(&f.services[w % 2], &format!("w{w}-{i}"), &format!("note {w} {i}"))["commit_seq"]
+                            .as_i64()
+                            .unwrap()
+                    })
+                    .collect::<Vec<i64>>()
+            })
+        })
+        .collect();
+    let mut seqs: Vec<i64> = writers.into_iter().flat_map(|w| w.join().unwrap()).collect();
+    seqs.sort();
+    assert_eq!(seqs, (1..=40).collect::<Vec<_>>());
+    let events: Vec<i64> = f.services[0]
+        .store()
+        .read_db(|db| db.query_all("SELECT commit_seq FROM events ORDER BY commit_seq", &[], |r| r.get(0)))
+        .unwrap();
+    assert_eq!(events, (1..=40).collect::<Vec<_>>());
+}
+
+#[test]
+fn operations_not_yet_on_postgresql_refuse_with_a_clear_internal_error_and_write_nothing() {
+    let f = front_ends(1);
+    put(&f.services[0], "k", "something to search for");
+    let search = call(
+        &f.services[0],
+        json!({"request_id": "r", "op": "search", "context": context(), "input": {"query": "search"}}),
+    );
+    let error = search.error.unwrap();
+    assert_eq!(error.code, ErrorCode::InternalError);
+    assert!(error.message.contains("PostgreSQL"), "{}", error.message);
+}
