@@ -247,14 +247,83 @@ fn commit_seq_is_gapless_across_front_ends_and_every_mutation_has_one_event() {
 }
 
 #[test]
+fn search_recall_and_context_build_run_the_same_pipeline_on_postgresql_full_text_search() {
+    let f = front_ends(2);
+    let (a, b) = (&f.services[0], &f.services[1]);
+    put(
+        a,
+        "n1",
+        "The release train leaves every Tuesday; hotfixes ship any day.",
+    );
+    put(a, "n2", "Our favourite lunch place serves ramen.");
+    let claim = assert_claim(a, "c1", "Hotfixes may ship on any day of the week.");
+    // Read-your-write on the other front end.
+    let hits = ok(
+        b,
+        json!({"request_id": "r", "op": "search", "context": context(),
+               "input": {"query": "when do hotfixes ship", "min_commit_seq": claim["commit_seq"]}}),
+    );
+    let hits = hits["hits"].as_array().unwrap().clone();
+    assert!(!hits.is_empty());
+    assert!(
+        hits.iter().all(|hit| {
+            let text = hit.to_string();
+            !text.contains("ramen")
+        }),
+        "an unrelated artifact is never returned: {hits:?}"
+    );
+    assert!(
+        hits.iter()
+            .any(|hit| hit["excerpt"].as_str().is_some_and(|e| e.contains("hotfixes"))),
+        "{hits:?}"
+    );
+    // Typo tolerance comes from the same vocabulary pipeline.
+    let typo = ok(
+        b,
+        json!({"request_id": "r", "op": "search", "context": context(), "input": {"query": "hotfxes"}}),
+    );
+    assert!(!typo["hits"].as_array().unwrap().is_empty(), "{typo}");
+    let recall = ok(
+        b,
+        json!({"request_id": "r", "op": "memory.recall", "context": context(), "input": {"query": "hotfixes ship"}}),
+    );
+    assert!(
+        recall.to_string().contains(claim["claim_id"].as_str().unwrap()),
+        "{recall}"
+    );
+    let bundle = ok(
+        a,
+        json!({"request_id": "r", "op": "context.build", "context": context(), "input": {"query": "release train"}}),
+    );
+    assert!(bundle.to_string().contains("Tuesday"), "{bundle}");
+    let nothing = ok(
+        b,
+        json!({"request_id": "r", "op": "search", "context": context(), "input": {"query": "kubernetes"}}),
+    );
+    assert!(nothing["hits"].as_array().unwrap().is_empty(), "{nothing}");
+}
+
+#[test]
+fn a_read_ahead_of_every_commit_is_index_not_ready_on_postgresql_too() {
+    let f = front_ends(1);
+    let ack = put(&f.services[0], "k", "something");
+    let ahead = call(
+        &f.services[0],
+        json!({"request_id": "r", "op": "search", "context": context(),
+               "input": {"query": "something", "min_commit_seq": ack["commit_seq"].as_i64().unwrap() + 1}}),
+    );
+    assert_eq!(ahead.error.unwrap().code, ErrorCode::IndexNotReady);
+}
+
+#[test]
 fn operations_not_yet_on_postgresql_refuse_with_a_clear_internal_error_and_write_nothing() {
     let f = front_ends(1);
-    put(&f.services[0], "k", "something to search for");
-    let search = call(
+    put(&f.services[0], "k", "something to list");
+    let listed = call(
         &f.services[0],
-        json!({"request_id": "r", "op": "search", "context": context(), "input": {"query": "search"}}),
+        json!({"request_id": "r", "op": "artifact.list", "context": context(), "input": {}}),
     );
-    let error = search.error.unwrap();
+    let error = listed.error.unwrap();
     assert_eq!(error.code, ErrorCode::InternalError);
     assert!(error.message.contains("PostgreSQL"), "{}", error.message);
 }

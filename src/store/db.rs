@@ -305,7 +305,26 @@ macro_rules! from_db_plain {
     };
 }
 
-from_db_plain!(f64, Option<f64>, String, Option<String>, Vec<u8>, Option<Vec<u8>>);
+fn pg_float(row: &postgres::Row, idx: usize) -> StoreResult<Option<f64>> {
+    match row.columns().get(idx).map(|c| c.type_().clone()) {
+        Some(Type::FLOAT4) => Ok(pg_get::<Option<f32>>(row, idx)?.map(f64::from)),
+        _ => pg_get::<Option<f64>>(row, idx),
+    }
+}
+
+impl FromDb for f64 {
+    fn from_pg(row: &postgres::Row, idx: usize) -> StoreResult<f64> {
+        not_null(pg_float(row, idx)?, idx)
+    }
+}
+
+impl FromDb for Option<f64> {
+    fn from_pg(row: &postgres::Row, idx: usize) -> StoreResult<Option<f64>> {
+        pg_float(row, idx)
+    }
+}
+
+from_db_plain!(String, Option<String>, Vec<u8>, Option<Vec<u8>>);
 
 /// Text newtypes and enums: read as `String` on PostgreSQL, then converted the way the
 /// SQLite conversion in `sql.rs` does.

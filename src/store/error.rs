@@ -96,7 +96,8 @@ impl StoreError {
                 return true;
             }
             match e.code() {
-                Some(code) => [
+                Some(code) => {
+                    [
                     SqlState::T_R_SERIALIZATION_FAILURE,
                     SqlState::T_R_DEADLOCK_DETECTED,
                     SqlState::LOCK_NOT_AVAILABLE,
@@ -107,9 +108,13 @@ impl StoreError {
                     SqlState::CANNOT_CONNECT_NOW,
                     SqlState::TOO_MANY_CONNECTIONS,
                 ]
-                .contains(code),
-                // No SQLSTATE: an I/O or protocol failure talking to the server.
-                None => true,
+                .contains(code)
+                    // Class 08: connection exceptions.
+                    || code.code().starts_with("08")
+                }
+                // No SQLSTATE: transient only when talking to the server failed (I/O), not
+                // when a value could not be converted.
+                None => std::error::Error::source(e).is_some_and(|source| source.is::<std::io::Error>()),
             }
         }
         match self {

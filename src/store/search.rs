@@ -16,11 +16,9 @@
 
 use std::collections::HashMap;
 
-use rusqlite::types::Value as SqlValue;
-use rusqlite::{Connection, params_from_iter};
-
 use super::artifact::{self, ArtifactRow};
 use super::claim::{self, ClaimRow};
+use super::db::{Db, Dialect, Row, Value as SqlValue};
 use super::error::{StoreError, StoreResult};
 use super::scope::{self, Owner};
 use crate::protocol::Horizon;
@@ -95,7 +93,7 @@ pub struct Candidate<R> {
 /// Fails with `IndexNotReady` unless the snapshot `conn` reads has reached `min_commit_seq`.
 /// The FTS projection is written in the same transaction as its revision, so the commit
 /// sequence is the index position too.
-pub fn ensure_index_ready(conn: &Connection, min_commit_seq: Option<i64>) -> StoreResult<()> {
+pub fn ensure_index_ready(conn: Db<'_>, min_commit_seq: Option<i64>) -> StoreResult<()> {
     let Some(requested) = min_commit_seq else {
         return Ok(());
     };
@@ -107,15 +105,16 @@ pub fn ensure_index_ready(conn: &Connection, min_commit_seq: Option<i64>) -> Sto
 }
 
 /// The best artifact revisions for the query, best first (bm25, then newest revision).
-pub fn artifact_candidates(conn: &Connection, query: &CandidateQuery<'_>) -> StoreResult<Vec<Candidate<ArtifactRow>>> {
+pub fn artifact_candidates(conn: Db<'_>, query: &CandidateQuery<'_>) -> StoreResult<Vec<Candidate<ArtifactRow>>> {
     let mut params = Vec::new();
     let mut visible = vec![scope::visibility_sql("a", query.ambient, query.horizon, &mut params)];
-    let pinned_revision = "(a.id || '@' || r.id) IN (SELECT value FROM json_each(?))";
+    let texts = text_set(conn);
+    let pinned_revision = format!("(a.id || '@' || r.id) IN ({texts})");
     if !query.pins.is_empty() {
         params.push(SqlValue::Text(query.pins.artifacts_json()));
-        visible.push("a.id IN (SELECT value FROM json_each(?))".to_owned());
+        visible.push(format!("a.id IN ({texts})"));
         params.push(SqlValue::Text(query.pins.revisions_json()));
-        visible.push(pinned_revision.to_owned());
+        visible.push(pinned_revision.clone());
     }
     let mut clauses = vec![format!("({})", visible.join(" OR "))];
     if !query.include_historical {
@@ -131,8 +130,12 @@ pub fn artifact_candidates(conn: &Connection, query: &CandidateQuery<'_>) -> Sto
     let filter = Filter {
         fts: "artifact_fts",
         bm25: ARTIFACT_BM25,
+        search: "artifact_search",
         revisions: "artifact_revisions",
-        entity_join: "CROSS JOIN artifacts a INDEXED BY sqlite_autoindex_artifacts_1 ON a.id = r.artifact_id",
+        entity_join: conn.pick(
+            "CROSS JOIN artifacts a INDEXED BY sqlite_autoindex_artifacts_1 ON a.id = r.artifact_id",
+            "JOIN artifacts a ON a.id = r.artifact_id",
+        ),
         clauses: clauses.join(" AND "),
         params,
     };
@@ -141,18 +144,19 @@ pub fn artifact_candidates(conn: &Connection, query: &CandidateQuery<'_>) -> Sto
         conn,
         &format!(
             "SELECT {} FROM artifact_revisions r JOIN artifacts a ON a.id = r.artifact_id
-             WHERE r.seq IN (SELECT value FROM json_each(?))",
-            artifact::COLUMNS
+             WHERE r.seq IN ({})",
+            artifact::COLUMNS,
+            integer_set(conn)
         ),
         &ranked,
-        artifact::row,
+        artifact::db_row,
         |row: &ArtifactRow| row.seq,
     )?;
     Ok(attach(ranked, rows))
 }
 
 /// The best claim revisions for the query, best first (bm25, then newest revision).
-pub fn claim_candidates(conn: &Connection, query: &CandidateQuery<'_>) -> StoreResult<Vec<Candidate<ClaimRow>>> {
+pub fn claim_candidates(conn: Db<'_>, query: &CandidateQuery<'_>) -> StoreResult<Vec<Candidate<ClaimRow>>> {
     let mut params = Vec::new();
     let mut clauses = vec![scope::visibility_sql("c", query.ambient, query.horizon, &mut params)];
     if !query.include_historical {
@@ -167,8 +171,12 @@ pub fn claim_candidates(conn: &Connection, query: &CandidateQuery<'_>) -> StoreR
     let filter = Filter {
         fts: "claim_fts",
         bm25: CLAIM_BM25,
+        search: "claim_search",
         revisions: "claim_revisions",
-        entity_join: "CROSS JOIN claims c INDEXED BY sqlite_autoindex_claims_1 ON c.id = r.claim_id",
+        entity_join: conn.pick(
+            "CROSS JOIN claims c INDEXED BY sqlite_autoindex_claims_1 ON c.id = r.claim_id",
+            "JOIN claims c ON c.id = r.claim_id",
+        ),
         clauses: clauses.join(" AND "),
         params,
     };
@@ -177,11 +185,12 @@ pub fn claim_candidates(conn: &Connection, query: &CandidateQuery<'_>) -> StoreR
         conn,
         &format!(
             "SELECT {} FROM claim_revisions r JOIN claims c ON c.id = r.claim_id
-             WHERE r.seq IN (SELECT value FROM json_each(?))",
-            claim::columns()
+             WHERE r.seq IN ({})",
+            claim::columns(),
+            integer_set(conn)
         ),
         &ranked,
-        claim::row,
+        claim::db_row,
         |row: &ClaimRow| row.seq,
     )?;
     Ok(attach(ranked, rows))
@@ -195,6 +204,8 @@ const PREFIX_FACTOR: usize = 2;
 struct Filter {
     fts: &'static str,
     bm25: &'static str,
+    /// The PostgreSQL projection (`tsvector` per revision `seq`).
+    search: &'static str,
     revisions: &'static str,
     entity_join: &'static str,
     clauses: String,
@@ -210,39 +221,54 @@ impl Filter {
     /// are exactly the top `cap` of the filtered list, because every later match ranks
     /// below the whole prefix. Otherwise (a short prefix means no more matches exist) the
     /// filtered query runs over every match.
-    fn ranked(&self, conn: &Connection, query: &CandidateQuery<'_>) -> StoreResult<Vec<(i64, f64)>> {
+    fn ranked(&self, conn: Db<'_>, query: &CandidateQuery<'_>) -> StoreResult<Vec<(i64, f64)>> {
+        // On PostgreSQL the planner's FTS5 expression becomes a tsquery over the same words,
+        // and `ts_rank` (title weighted 5:1 over body, as the bm25 weights; normalized by
+        // document length) stands in for bm25, negated so that lower is better here too.
+        let (matches, source, rowid, bm25, match_expr) = match conn.dialect() {
+            Dialect::Sqlite => (
+                format!("{fts} MATCH ?", fts = self.fts),
+                self.fts.to_owned(),
+                format!("{}.rowid", self.fts),
+                self.bm25.to_owned(),
+                query.match_expr.to_owned(),
+            ),
+            Dialect::Postgres => (
+                "s.document @@ CAST(CAST(? AS text) AS tsquery)".to_owned(),
+                format!("{} s", self.search),
+                "s.seq".to_owned(),
+                "-ts_rank('{0.2, 0.2, 0.2, 1.0}', s.document, CAST(CAST(? AS text) AS tsquery), 1)".to_owned(),
+                super::pg::fts::tsquery(query.match_expr)?,
+            ),
+        };
+        // The rank expression takes the query too on PostgreSQL (it comes first in the text).
+        let rank_params = |conn: Db<'_>| match conn.dialect() {
+            Dialect::Sqlite => vec![SqlValue::Text(match_expr.clone())],
+            Dialect::Postgres => vec![SqlValue::Text(match_expr.clone()), SqlValue::Text(match_expr.clone())],
+        };
         let prefix_len = query.cap.saturating_mul(PREFIX_FACTOR);
         let prefix = {
             let sql = format!(
-                "SELECT rowid, {bm25} AS lexical FROM {fts} WHERE {fts} MATCH ?
-                 ORDER BY lexical, rowid DESC LIMIT ?",
-                bm25 = self.bm25,
-                fts = self.fts,
+                "SELECT {rowid}, {bm25} AS lexical FROM {source} WHERE {matches}
+                 ORDER BY lexical, {rowid} DESC LIMIT ?"
             );
-            phase_one(
-                conn,
-                &sql,
-                vec![
-                    SqlValue::Text(query.match_expr.to_owned()),
-                    SqlValue::Integer(prefix_len as i64),
-                ],
-            )?
+            let mut params = rank_params(conn);
+            params.push(SqlValue::Integer(prefix_len as i64));
+            phase_one(conn, &sql, params)?
         };
         let seqs = serde_json::Value::from(prefix.iter().map(|(seq, _)| *seq).collect::<Vec<_>>()).to_string();
         let mut params = vec![SqlValue::Text(seqs)];
         params.extend(self.params.iter().cloned());
         let sql = format!(
             "SELECT r.seq FROM {revisions} r {entity_join}
-             WHERE r.seq IN (SELECT value FROM json_each(?)) AND {clauses}",
+             WHERE r.seq IN ({seqs}) AND {clauses}",
             revisions = self.revisions,
             entity_join = self.entity_join,
+            seqs = integer_set(conn),
             clauses = self.clauses,
         );
-        let passing: std::collections::HashSet<i64> = {
-            let mut stmt = conn.prepare_cached(&sql)?;
-            stmt.query_map(params_from_iter(params), |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?
-        };
+        let passing: std::collections::HashSet<i64> =
+            conn.query_values(&sql, &params, |r| r.get(0))?.into_iter().collect();
         let survivors: Vec<(i64, f64)> = prefix
             .iter()
             .copied()
@@ -251,16 +277,15 @@ impl Filter {
         if survivors.len() >= query.cap || prefix.len() < prefix_len {
             return Ok(survivors.into_iter().take(query.cap).collect());
         }
-        let mut params = vec![SqlValue::Text(query.match_expr.to_owned())];
+        let mut params = rank_params(conn);
         params.extend(self.params.iter().cloned());
         params.push(SqlValue::Integer(query.cap as i64));
+        let join = conn.pick("CROSS JOIN", "JOIN");
         let sql = format!(
-            "SELECT {fts}.rowid, {bm25} AS lexical
-             FROM {fts} CROSS JOIN {revisions} r ON r.seq = {fts}.rowid {entity_join}
-             WHERE {fts} MATCH ? AND {clauses}
-             ORDER BY lexical, {fts}.rowid DESC LIMIT ?",
-            fts = self.fts,
-            bm25 = self.bm25,
+            "SELECT {rowid}, {bm25} AS lexical
+             FROM {source} {join} {revisions} r ON r.seq = {rowid} {entity_join}
+             WHERE {matches} AND {clauses}
+             ORDER BY lexical, {rowid} DESC LIMIT ?",
             revisions = self.revisions,
             entity_join = self.entity_join,
             clauses = self.clauses,
@@ -270,28 +295,39 @@ impl Filter {
 }
 
 /// Runs a phase-1 query: `(seq, bm25)` pairs in rank order.
-fn phase_one(conn: &Connection, sql: &str, params: Vec<SqlValue>) -> StoreResult<Vec<(i64, f64)>> {
-    let mut stmt = conn.prepare_cached(sql)?;
-    let ranked = stmt
-        .query_map(params_from_iter(params), |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<rusqlite::Result<Vec<(i64, f64)>>>()?;
-    Ok(ranked)
+fn phase_one(conn: Db<'_>, sql: &str, params: Vec<SqlValue>) -> StoreResult<Vec<(i64, f64)>> {
+    conn.query_values(sql, &params, |r| Ok((r.get(0)?, r.get(1)?)))
+}
+
+/// A subquery over a JSON array of text bound as one parameter.
+fn text_set(conn: Db<'_>) -> &'static str {
+    conn.pick(
+        "SELECT value FROM json_each(?)",
+        "SELECT value FROM jsonb_array_elements_text(CAST(CAST(? AS text) AS jsonb))",
+    )
+}
+
+/// A subquery over a JSON array of integers bound as one parameter.
+fn integer_set(conn: Db<'_>) -> &'static str {
+    conn.pick(
+        "SELECT value FROM json_each(?)",
+        "SELECT CAST(value AS bigint) FROM jsonb_array_elements_text(CAST(CAST(? AS text) AS jsonb))",
+    )
 }
 
 /// Loads full rows for the ranked seqs, keyed by seq.
 fn load_by_seq<R>(
-    conn: &Connection,
+    conn: Db<'_>,
     sql: &str,
     ranked: &[(i64, f64)],
-    map: fn(&rusqlite::Row<'_>) -> rusqlite::Result<R>,
+    map: fn(&Row<'_>) -> StoreResult<R>,
     seq_of: fn(&R) -> i64,
 ) -> StoreResult<HashMap<i64, R>> {
     if ranked.is_empty() {
         return Ok(HashMap::new());
     }
     let seqs = serde_json::Value::from(ranked.iter().map(|(seq, _)| *seq).collect::<Vec<_>>()).to_string();
-    let mut stmt = conn.prepare_cached(sql)?;
-    let rows = stmt.query_map([seqs], map)?.collect::<rusqlite::Result<Vec<R>>>()?;
+    let rows = conn.query_all(sql, &[&seqs], map)?;
     Ok(rows.into_iter().map(|row| (seq_of(&row), row)).collect())
 }
 
@@ -304,12 +340,13 @@ fn attach<R>(ranked: Vec<(i64, f64)>, mut rows: HashMap<i64, R>) -> Vec<Candidat
 }
 
 /// Whether a `contradicts` relation joins the two claims, in either direction.
-pub fn contradicts(conn: &Connection, a: &str, b: &str) -> StoreResult<bool> {
-    let mut stmt = conn.prepare_cached(
+pub fn contradicts(conn: Db<'_>, a: &str, b: &str) -> StoreResult<bool> {
+    conn.query_one(
         "SELECT EXISTS (SELECT 1 FROM relations WHERE relation = 'contradicts' AND source_type = 'claim'
              AND ((source_id = ?1 AND target_id = ?2) OR (source_id = ?2 AND target_id = ?1)))",
-    )?;
-    Ok(stmt.query_row([a, b], |r| r.get(0))?)
+        &[&a, &b],
+        |r| r.get(0),
+    )
 }
 
 #[cfg(test)]

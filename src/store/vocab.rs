@@ -13,6 +13,8 @@ use std::sync::{Mutex, RwLock};
 
 use rusqlite::{Connection, OpenFlags};
 
+use super::db::{Db, Dialect};
+
 use super::Store;
 use super::artifact::{self, is_indexable_media_type};
 use super::error::StoreResult;
@@ -44,12 +46,12 @@ impl std::fmt::Debug for VocabularyCache {
 }
 
 /// The newest revision `seq` of each table in `conn`'s snapshot.
-fn newest(conn: &Connection) -> StoreResult<(i64, i64)> {
-    Ok(conn.query_row(
+fn newest(conn: Db<'_>) -> StoreResult<(i64, i64)> {
+    conn.query_one(
         "SELECT (SELECT coalesce(max(seq), 0) FROM artifact_revisions), (SELECT coalesce(max(seq), 0) FROM claim_revisions)",
-        [],
+        &[],
         |r| Ok((r.get(0)?, r.get(1)?)),
-    )?)
+    )
 }
 
 impl VocabularyCache {
@@ -58,12 +60,7 @@ impl VocabularyCache {
     }
 
     /// Runs `f` with a vocabulary at least as new as the snapshot `conn` reads.
-    pub fn with_current<T>(
-        &self,
-        store: &Store,
-        conn: &Connection,
-        f: impl FnOnce(&Vocabulary) -> T,
-    ) -> StoreResult<T> {
+    pub fn with_current<T>(&self, store: &Store, conn: Db<'_>, f: impl FnOnce(&Vocabulary) -> T) -> StoreResult<T> {
         let (artifact_seq, claim_seq) = newest(conn)?;
         let current = |loaded: &Option<Loaded>| {
             loaded
@@ -102,7 +99,10 @@ impl VocabularyCache {
                         claim_seq,
                     }
                 }
-                _ => build(store)?,
+                _ => match conn.dialect() {
+                    Dialect::Sqlite => build(store)?,
+                    Dialect::Postgres => build_pg(conn)?,
+                },
             };
             *self.loaded.write().unwrap_or_else(|e| e.into_inner()) = Some(fresh);
         }
@@ -129,7 +129,7 @@ fn build(store: &Store) -> StoreResult<Loaded> {
          BEGIN DEFERRED;",
     )?;
     let result = (|| {
-        let (artifact_seq, claim_seq) = newest(&conn)?;
+        let (artifact_seq, claim_seq) = newest(Db::Sqlite(&conn))?;
         let mut vocabulary = Vocabulary::new();
         for table in ["temp.artifact_terms", "temp.claim_terms"] {
             let mut stmt = conn.prepare(&format!("SELECT term, doc FROM {table}"))?;
@@ -156,45 +156,76 @@ fn build(store: &Store) -> StoreResult<Loaded> {
     result
 }
 
+/// Builds the vocabulary on PostgreSQL from `ts_stat` over both projections, in the
+/// snapshot `conn` reads (the document frequencies are per revision, as in `fts5vocab`).
+fn build_pg(conn: Db<'_>) -> StoreResult<Loaded> {
+    let (artifact_seq, claim_seq) = newest(conn)?;
+    let mut vocabulary = Vocabulary::new();
+    for statement in [
+        "SELECT word, ndoc FROM ts_stat('SELECT document FROM artifact_search')",
+        "SELECT word, ndoc FROM ts_stat('SELECT document FROM claim_search')",
+    ] {
+        for (term, doc) in conn.query_all(statement, &[], |r| Ok((r.get::<String>(0)?, r.get::<i64>(1)?)))? {
+            vocabulary.add_term(&term, u32::try_from(doc).unwrap_or(u32::MAX));
+        }
+    }
+    let rows: i64 = conn.query_one(
+        "SELECT (SELECT count(*) FROM artifact_revisions) + (SELECT count(*) FROM claim_revisions)",
+        &[],
+        |r| r.get(0),
+    )?;
+    vocabulary.add_rows(rows.max(0) as u64);
+    Ok(Loaded {
+        vocabulary,
+        artifact_seq,
+        claim_seq,
+    })
+}
+
 /// Adds the revisions newer than `(artifact_seq, claim_seq)` in `conn`'s snapshot.
 fn add_revisions(
     store: &Store,
-    conn: &Connection,
+    conn: Db<'_>,
     vocabulary: &mut Vocabulary,
     artifact_seq: i64,
     claim_seq: i64,
 ) -> StoreResult<()> {
     let mut added = 0u64;
-    let mut stmt = conn.prepare_cached(
+    let revisions = conn.query_all(
         "SELECT seq, id, title, media_type, body_indexed, blob_hash, blob_size, inline_blob, inline_encoding
          FROM artifact_revisions WHERE seq > ?1 ORDER BY seq",
+        &[&artifact_seq],
+        |row| {
+            let revision: String = row.get(1)?;
+            let title: String = row.get(2)?;
+            let media_type: String = row.get(3)?;
+            let mut terms: HashSet<String> = folded_words(&title).into_iter().collect();
+            if row.get::<bool>(4)? && is_indexable_media_type(&media_type) {
+                let hash: String = row.get(5)?;
+                let size = row.get::<i64>(6)?.max(0) as u64;
+                let digest = Digest::parse(&hash)
+                    .ok_or_else(|| StoreError::Integrity(format!("invalid blob hash on revision {revision}")))?;
+                let bytes = match row.get::<Option<Vec<u8>>>(7)? {
+                    Some(stored) => artifact::read_inline(&digest, size, &stored, row.get(8)?)?,
+                    None => store.blob_source().get_blob(&digest, size)?,
+                };
+                terms.extend(folded_words(&String::from_utf8_lossy(&bytes)));
+            }
+            Ok(terms)
+        },
     )?;
-    let mut rows = stmt.query([artifact_seq])?;
-    while let Some(row) = rows.next()? {
-        let revision: String = row.get(1)?;
-        let title: String = row.get(2)?;
-        let media_type: String = row.get(3)?;
-        let mut terms: HashSet<String> = folded_words(&title).into_iter().collect();
-        if row.get::<_, bool>(4)? && is_indexable_media_type(&media_type) {
-            let hash: String = row.get(5)?;
-            let size = row.get::<_, i64>(6)?.max(0) as u64;
-            let digest = Digest::parse(&hash)
-                .ok_or_else(|| StoreError::Integrity(format!("invalid blob hash on revision {revision}")))?;
-            let bytes = match row.get::<_, Option<Vec<u8>>>(7)? {
-                Some(stored) => artifact::read_inline(&digest, size, &stored, row.get(8)?)?,
-                None => store.blob_source().get_blob(&digest, size)?,
-            };
-            terms.extend(folded_words(&String::from_utf8_lossy(&bytes)));
-        }
+    for terms in revisions {
         for term in terms {
             vocabulary.add_term(&term, 1);
         }
         added += 1;
     }
-    let mut stmt = conn.prepare_cached("SELECT statement FROM claim_revisions WHERE seq > ?1 ORDER BY seq")?;
-    let mut rows = stmt.query([claim_seq])?;
-    while let Some(row) = rows.next()? {
-        let statement: String = row.get(0)?;
+    let statements = conn.query_all(
+        "SELECT statement FROM claim_revisions WHERE seq > ?1 ORDER BY seq",
+        &[&claim_seq],
+        |row| row.get::<String>(0),
+    )?;
+    for statement in statements {
         let terms: HashSet<String> = folded_words(&statement).into_iter().collect();
         for term in terms {
             vocabulary.add_term(&term, 1);

@@ -6,7 +6,7 @@
 
 use std::cmp::Ordering;
 
-use rusqlite::Connection;
+use crate::store::Db;
 
 use super::search::{SearchRequest, Source};
 use crate::protocol::retrieval::{QualificationInfo, QueryAnalysis, QueryUnit, UnitMatchInfo};
@@ -77,7 +77,7 @@ pub(super) struct Gathered {
 /// Fetches and checks candidates of `table` until `want` qualify or none are left.
 pub(super) fn gather(
     service: &Service,
-    conn: &Connection,
+    conn: Db<'_>,
     request: &SearchRequest,
     plan: &Plan,
     table: Table,
@@ -114,7 +114,7 @@ pub(super) fn gather(
 /// expression, unqualified results only.
 pub(super) fn more_near_misses(
     service: &Service,
-    conn: &Connection,
+    conn: Db<'_>,
     request: &SearchRequest,
     plan: &Plan,
     table: Table,
@@ -144,7 +144,7 @@ pub(super) fn more_near_misses(
 #[allow(clippy::too_many_arguments)]
 fn fetch(
     service: &Service,
-    conn: &Connection,
+    conn: Db<'_>,
     request: &SearchRequest,
     plan: &Plan,
     table: Table,
@@ -273,11 +273,7 @@ fn by_score(a: &Examined, b: &Examined) -> Ordering {
 
 /// Collapses near-identical current claims onto the best-ranked one, never across a
 /// contradiction. Runs over at most `limit + 1` kept items.
-pub(super) fn collapse_duplicates(
-    conn: &Connection,
-    ranked: Vec<Examined>,
-    limit: usize,
-) -> StoreResult<Vec<Examined>> {
+pub(super) fn collapse_duplicates(conn: Db<'_>, ranked: Vec<Examined>, limit: usize) -> StoreResult<Vec<Examined>> {
     let mut kept: Vec<(Examined, Option<Fingerprint>)> = Vec::with_capacity(ranked.len());
     for examined in ranked {
         if kept.len() > limit {

@@ -21,7 +21,7 @@ use crate::store::search as store_search;
 pub(super) fn build(service: &Service, call: &Call, input: ContextBuildInput) -> Result<Output, ServiceError> {
     let request = SearchRequest::new(&input.search(), call.context()?)?;
     let max_bytes = usize::try_from(input.max_bytes).unwrap_or(usize::MAX);
-    let (ranked, conflicts) = service.store().read(|conn| {
+    let (ranked, conflicts) = service.store().read_db(|conn| {
         store_search::ensure_index_ready(conn, request.min_commit_seq)?;
         let plan = request.plan(service, conn)?;
         let ranked = request.run(service, conn, &plan, Kinds::Both, 0)?;

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use rusqlite::Connection;
+use crate::store::Db;
 
 use super::candidates;
 use super::search::{
@@ -56,7 +56,7 @@ pub(super) fn recall(service: &Service, call: &Call, input: RecallInput) -> Resu
     let horizon = base.horizon;
     let ambient = base.ambient.clone();
 
-    let found = service.store().read(|conn| {
+    let found = service.store().read_db(|conn| {
         store_search::ensure_index_ready(conn, base.min_commit_seq)?;
         let plan = base.plan(service, conn)?;
         let (claim_hits, claims_truncated) = claim_slots(service, conn, &plan, &claim_search, max_claims)?;
@@ -124,7 +124,7 @@ const RECALL_NEAR_MISSES: usize = 3;
 /// Returns the hits and whether more qualified claims exist than `max_claims`.
 fn claim_slots(
     service: &Service,
-    conn: &Connection,
+    conn: Db<'_>,
     plan: &crate::retrieval::Plan,
     search: &SearchRequest,
     max_claims: usize,
@@ -188,7 +188,7 @@ pub(super) fn conflict_relation_ids(conflicts: &[OpenConflict], claim_id: &str) 
 }
 
 fn recall_claim(
-    conn: &Connection,
+    conn: Db<'_>,
     hit: &RankedHit,
     conflicts: &[OpenConflict],
     previews: &mut Previews<'_>,
@@ -219,11 +219,7 @@ fn recall_claim(
 }
 
 /// One reference per locator, in order; the first few carry a preview.
-fn evidence(
-    conn: &Connection,
-    row: &ClaimRow,
-    previews: &mut Previews<'_>,
-) -> StoreResult<Vec<RecallEvidenceReference>> {
+fn evidence(conn: Db<'_>, row: &ClaimRow, previews: &mut Previews<'_>) -> StoreResult<Vec<RecallEvidenceReference>> {
     let locators = store_claim::evidence_from_json(&row.evidence_json)
         .ok_or_else(|| StoreError::Integrity(format!("claim revision {} has malformed evidence", row.revision_id)))?;
     locators
@@ -260,7 +256,7 @@ impl<'s> Previews<'s> {
     /// Resolves a locator without any scope check: evidence is an exact, global read.
     fn reference(
         &mut self,
-        conn: &Connection,
+        conn: Db<'_>,
         locator: &EvidenceRef,
         with_excerpt: bool,
     ) -> StoreResult<RecallEvidenceReference> {

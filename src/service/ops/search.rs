@@ -2,7 +2,7 @@
 //! candidates → merge → cut to the limit → `bounded_recency_v1` → hits with excerpts,
 //! citations, provenance and currentness, all judged at one evaluation instant.
 
-use rusqlite::Connection;
+use crate::store::Db;
 
 use super::candidates::{self, Body, Examined, MAX_NEAR_MISSES, Table};
 use crate::protocol::artifact::ArtifactStatus;
@@ -27,7 +27,7 @@ use crate::timefmt::{self, Timestamp};
 
 pub(super) fn search(service: &Service, call: &Call, input: SearchInput) -> Result<Output, ServiceError> {
     let request = SearchRequest::new(&input, call.context()?)?;
-    let ranked = service.store().read(|conn| {
+    let ranked = service.store().read_db(|conn| {
         store_search::ensure_index_ready(conn, request.min_commit_seq)?;
         let plan = request.plan(service, conn)?;
         request.run(service, conn, &plan, Kinds::Both, MAX_NEAR_MISSES)
@@ -115,7 +115,7 @@ impl SearchRequest {
     }
 
     /// Plans the query against the store's vocabulary as of `conn`'s snapshot.
-    pub fn plan(&self, service: &Service, conn: &Connection) -> StoreResult<Plan> {
+    pub fn plan(&self, service: &Service, conn: Db<'_>) -> StoreResult<Plan> {
         service.vocabulary().with_current(service.store(), conn, |vocabulary| {
             Plan::new(self.analysis.clone(), vocabulary)
         })
@@ -127,7 +127,7 @@ impl SearchRequest {
     pub fn run(
         &self,
         service: &Service,
-        conn: &Connection,
+        conn: Db<'_>,
         plan: &Plan,
         kinds: Kinds,
         near_misses: usize,
@@ -196,7 +196,7 @@ impl SearchRequest {
     pub fn near_misses(
         &self,
         service: &Service,
-        conn: &Connection,
+        conn: Db<'_>,
         plan: &Plan,
         kinds: Kinds,
         mut unqualified: Vec<Examined>,
