@@ -86,6 +86,31 @@ fn the_retrieval_corpus_passes_its_hard_gates_and_baseline() {
     assert_eq!(report.scope_violations, 0);
 }
 
+/// Runs a corpus against a PostgreSQL-backed service on a throw-away cluster.
+fn run_on_postgres(corpus: &Path) -> Report {
+    let cluster = crate::testkit::postgres::TestCluster::start();
+    let front_end = tempfile::tempdir().unwrap();
+    let store = crate::store::Store::open_postgres(&cluster.create_database(), front_end.path()).unwrap();
+    let service = Service::new(store, crate::service::Runtime::default());
+    let report = run(corpus, &InProcess::new(service.clone())).unwrap();
+    service.store().shutdown();
+    report
+}
+
+#[test]
+fn the_retrieval_corpora_meet_the_same_gates_on_postgresql() {
+    let v1 = run_on_postgres(&corpus_dir());
+    assert!(v1.passed, "v1 on PostgreSQL:\n{}", summary(&v1));
+    assert_eq!(v1.budget_violations, 0);
+    assert_eq!(v1.citation_parity_violations, 0);
+    assert_eq!(v1.scope_violations, 0);
+    let v2 = run_on_postgres(&v2_dir());
+    assert_eq!(v2.false_answers, 0, "v2 on PostgreSQL:\n{}", summary(&v2));
+    assert_eq!(v2.forbidden_returned, 0, "v2 on PostgreSQL:\n{}", summary(&v2));
+    assert_eq!(v2.excerpt_citation_violations, 0, "v2 on PostgreSQL:\n{}", summary(&v2));
+    assert!(v2.passed, "v2 on PostgreSQL:\n{}", summary(&v2));
+}
+
 #[test]
 fn two_runs_report_identically() {
     let first = run_in_process(&corpus_dir()).unwrap().to_json();
