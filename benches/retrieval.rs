@@ -630,7 +630,7 @@ fn bench_put_upkeep(c: &mut Criterion) {
     let refresh = |service: &Service| {
         service
             .store()
-            .read(|conn| service.vocabulary().with_current(service.store(), conn, |v| v.len()))
+            .read_db(|conn| service.vocabulary().with_current(service.store(), conn, |v| v.len()))
             .unwrap()
     };
     refresh(&with);

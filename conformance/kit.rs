@@ -105,6 +105,7 @@ fn run(args: Args) -> Result<ExitCode, String> {
         daemon_command: args.daemon_command.clone(),
         daemon_listen: args.daemon_listen.clone(),
         endpoint: args.endpoint.clone(),
+        daemon_store: None,
     };
     // Listing needs transport names only; without a target it shows a binary's trials.
     let default_binary = (args.list && !target.is_given()).then(|| PathBuf::from("memoree"));

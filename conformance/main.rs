@@ -50,6 +50,7 @@ fn split_args(args: impl Iterator<Item = String>) -> Result<(Target, Vec<String>
             "--binary" => target.binary = Some(PathBuf::from(value()?)),
             "--daemon-command" => target.daemon_command = Some(value()?),
             "--daemon-listen" => target.daemon_listen = Some(value()?),
+            "--daemon-store" => target.daemon_store = Some(value()?),
             "--endpoint" => target.endpoint = Some(value()?),
             _ => rest.push(arg),
         }

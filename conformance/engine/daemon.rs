@@ -11,6 +11,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
+use memoree::testkit::postgres::TestCluster;
 use serde_json::{Value, json};
 
 use super::frames::{Connection, Endpoint, exchange as frame_exchange, header_only};
@@ -51,11 +54,13 @@ impl Listen {
 pub struct Daemon {
     launch: Launch,
     listen: Listen,
+    /// A PostgreSQL cluster in which each trial's daemon gets a fresh database.
+    store: Option<Arc<TestCluster>>,
 }
 
 impl Daemon {
-    pub fn new(launch: Launch, listen: Listen) -> Daemon {
-        Daemon { launch, listen }
+    pub fn new(launch: Launch, listen: Listen, store: Option<Arc<TestCluster>>) -> Daemon {
+        Daemon { launch, listen, store }
     }
 }
 
@@ -89,7 +94,7 @@ fn shell_quote(value: &str) -> String {
     format!("'{}'", value.replace('\'', "'\\''"))
 }
 
-fn command(launch: &Launch, endpoint: &str, dir: &Path) -> Command {
+fn command(launch: &Launch, endpoint: &str, dir: &Path, store_url: Option<&str>) -> Command {
     let data_dir = dir.join("data");
     match launch {
         Launch::Serve(binary) => {
@@ -97,10 +102,14 @@ fn command(launch: &Launch, endpoint: &str, dir: &Path) -> Command {
             command
                 .args(["serve", "--listen", endpoint, "--data-dir"])
                 .arg(data_dir);
+            if let Some(url) = store_url {
+                command.args(["--store", url]);
+            }
             command
         }
         Launch::Command(template) => {
             let line = template
+                .replace("{store_url}", &shell_quote(store_url.unwrap_or("")))
                 .replace("{endpoint}", &shell_quote(endpoint))
                 .replace("{data_dir}", &shell_quote(&data_dir.to_string_lossy()))
                 .replace("{home}", &shell_quote(&dir.to_string_lossy()));
@@ -166,7 +175,8 @@ impl Transport for Daemon {
     fn start(&self) -> Result<Box<dyn Session>, String> {
         let dir = temp_dir()?;
         let (endpoint_text, endpoint) = choose_endpoint(self.listen, dir.path())?;
-        let mut command = command(&self.launch, &endpoint_text, dir.path());
+        let store_url = self.store.as_ref().map(|cluster| cluster.create_database());
+        let mut command = command(&self.launch, &endpoint_text, dir.path(), store_url.as_deref());
         command
             .env("MEMOREE_HOME", dir.path())
             .current_dir(dir.path())

@@ -15,6 +15,9 @@ pub struct Target {
     pub daemon_command: Option<String>,
     pub daemon_listen: Option<String>,
     pub endpoint: Option<String>,
+    /// `postgres`: every trial's daemon serves a fresh database of one throw-away
+    /// PostgreSQL cluster (`serve --store URL`) instead of an embedded store.
+    pub daemon_store: Option<String>,
 }
 
 impl Target {
@@ -35,6 +38,11 @@ impl Target {
             return Ok(vec![Arc::new(Running::new(endpoint)?)]);
         }
         let listen = self.daemon_listen.as_deref().map_or(Ok(Listen::Unix), Listen::parse)?;
+        let store = match self.daemon_store.as_deref() {
+            None => None,
+            Some("postgres") => Some(Arc::new(memoree::testkit::postgres::TestCluster::start())),
+            Some(other) => return Err(format!("--daemon-store must be postgres, not {other:?}")),
+        };
         let binary = match &self.binary {
             // The child runs in its own directory, so a relative path must be made absolute here.
             Some(path) => Some(std::fs::canonicalize(path).map_err(|e| format!("--binary {}: {e}", path.display()))?),
@@ -59,7 +67,7 @@ impl Target {
         if let Some(binary) = binary.filter(|_| self.binary.is_some() || self.daemon_command.is_none()) {
             transports.push(Arc::new(Binary::new(binary)));
         }
-        transports.push(Arc::new(Daemon::new(launch, listen)));
+        transports.push(Arc::new(Daemon::new(launch, listen, store)));
         Ok(transports)
     }
 }

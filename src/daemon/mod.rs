@@ -196,7 +196,18 @@ fn prepare(config: &DaemonConfig) -> Result<Prepared, DaemonError> {
         crate::fsutil::ensure_private_dir(runtime_dir, LAYOUT_ENTRIES)?;
     }
     let store = match &config.store_url {
-        Some(url) => Store::open_postgres(&url.0, &config.data_dir),
+        // The PostgreSQL driver blocks on its own runtime, which may not happen on a thread
+        // that drives this daemon's tasks: connect (and migrate) from a plain thread.
+        Some(url) => std::thread::scope(|scope| {
+            scope
+                .spawn(|| Store::open_postgres(&url.0, &config.data_dir))
+                .join()
+                .unwrap_or_else(|_| {
+                    Err(crate::store::StoreError::Internal(
+                        "opening the PostgreSQL store panicked".to_owned(),
+                    ))
+                })
+        }),
         None => Store::open(&config.data_dir),
     }
     .map_err(|e| DaemonError::Store(e.into()))?;

@@ -99,6 +99,32 @@ enum Backend {
     Postgres(pg::PgStore),
 }
 
+/// How a store describes itself on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StoreKind {
+    pub authoritative: &'static str,
+    pub blobs: &'static str,
+    pub retrieval: &'static str,
+    pub retrieval_mode: &'static str,
+}
+
+impl StoreKind {
+    /// The embedded SQLite store with its filesystem CAS.
+    pub const EMBEDDED: StoreKind = StoreKind {
+        authoritative: "sqlite_wal",
+        blobs: "filesystem",
+        retrieval: "sqlite_fts5",
+        retrieval_mode: "fts5",
+    };
+    /// A PostgreSQL database holding blobs too.
+    pub const POSTGRES: StoreKind = StoreKind {
+        authoritative: "postgresql",
+        blobs: "postgresql",
+        retrieval: "postgresql_fts",
+        retrieval_mode: "postgresql_fts",
+    };
+}
+
 /// Where a revision's external content is read from: the filesystem CAS or the database.
 pub trait BlobSource {
     /// The raw bytes of `digest`, checked against it and `size`.
@@ -289,6 +315,23 @@ impl Store {
                 backend: Backend::Postgres(pg),
                 has_purges: AtomicBool::new(has_purges),
             }),
+        })
+    }
+
+    /// How `capabilities` and `doctor` name this store: the authoritative store, the blob
+    /// store and the full-text retrieval.
+    pub fn kind(&self) -> StoreKind {
+        match self.inner.backend {
+            Backend::Sqlite { .. } => StoreKind::EMBEDDED,
+            Backend::Postgres(_) => StoreKind::POSTGRES,
+        }
+    }
+
+    /// The schema version of the store's database.
+    pub fn schema_version(&self) -> StoreResult<i64> {
+        self.read_db(|db| match db {
+            Db::Sqlite(conn) => schema_version(conn),
+            Db::Postgres(conn) => pg::schema_version(conn),
         })
     }
 

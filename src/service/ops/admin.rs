@@ -13,25 +13,41 @@ use crate::protocol::meta::SchemaInput;
 use crate::protocol::schema;
 use crate::service::{Output, Service, ServiceError};
 use crate::store::verify::VerifyReport;
-use crate::store::{BLOBS_DIR, DB_FILE, schema_version};
+use crate::store::{BLOBS_DIR, DB_FILE};
 use crate::{fsutil, instructions, timefmt};
 
 pub(super) fn doctor(service: &Service, _: DoctorInput) -> Result<Output, ServiceError> {
     let store = service.store();
-    let (last_commit_seq, schema_version) =
-        store.read(|conn| Ok((crate::store::last_commit_seq(conn)?, schema_version(conn)?)))?;
+    let last_commit_seq = store.last_commit_seq()?;
+    let schema_version = store.schema_version()?;
     let data_dir = store.data_dir();
-    let (blob_bytes, blob_count) = blob_usage(&data_dir.join(BLOBS_DIR));
+    let (database_bytes, (blob_bytes, blob_count)) = if store.is_embedded() {
+        (database_bytes(data_dir), blob_usage(&data_dir.join(BLOBS_DIR)))
+    } else {
+        store.read_db(|db| {
+            db.query_one(
+                "SELECT pg_database_size(current_database()),
+                        (SELECT coalesce(sum(size), 0)::bigint FROM blobs), (SELECT count(*) FROM blobs)",
+                &[],
+                |r| {
+                    Ok((
+                        r.get::<i64>(0)?.max(0) as u64,
+                        (r.get::<i64>(1)?.max(0) as u64, r.get::<i64>(2)?.max(0) as u64),
+                    ))
+                },
+            )
+        })?
+    };
     Output::read(DoctorResult {
         status: "ok".into(),
         running: true,
         daemon_pid: service.runtime().daemon_pid.unwrap_or_else(std::process::id),
-        authoritative_store: "sqlite_wal".into(),
-        retrieval_mode: "fts5".into(),
+        authoritative_store: store.kind().authoritative.into(),
+        retrieval_mode: store.kind().retrieval_mode.into(),
         last_commit_seq: last_commit_seq.max(0),
         data_dir: data_dir.display().to_string(),
         schema_version: schema_version.max(0),
-        database_bytes: database_bytes(data_dir),
+        database_bytes,
         blob_bytes,
         blob_count,
         disk_free_bytes: fsutil::disk_free_bytes(data_dir).ok(),

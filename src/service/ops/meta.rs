@@ -18,13 +18,14 @@ pub(super) fn context_resolve(call: &Call, _: ContextResolveInput) -> Result<Out
     })
 }
 
-pub(super) fn capabilities(_: CapabilitiesInput) -> Result<Output, ServiceError> {
-    Output::read(document())
+pub(super) fn capabilities(service: &crate::service::Service, _: CapabilitiesInput) -> Result<Output, ServiceError> {
+    Output::read(document_for(service.store().kind()))
 }
 
 /// The capabilities of this binary. Every protocol v1 operation is implemented (the
 /// dispatch table is exhaustive); extensions are listed in `extensions`.
-pub(crate) fn document() -> CapabilitiesDocument {
+/// The capabilities document of a store of `kind`.
+pub(crate) fn document_for(kind: crate::store::StoreKind) -> CapabilitiesDocument {
     CapabilitiesDocument {
         product: "memoree".into(),
         protocol_version: PROTOCOL_VERSION,
@@ -58,9 +59,9 @@ pub(crate) fn document() -> CapabilitiesDocument {
         max_history_items: limits::MAX_HISTORY_ITEMS,
         max_relation_list_items: limits::MAX_RELATION_LIST_ITEMS,
         max_conflict_list_items: limits::MAX_CONFLICT_LIST_ITEMS,
-        authoritative_store: "sqlite_wal".into(),
-        blob_store: "filesystem".into(),
-        retrieval: vec!["exact".into(), "sqlite_fts5".into()],
+        authoritative_store: kind.authoritative.into(),
+        blob_store: kind.blobs.into(),
+        retrieval: vec!["exact".into(), kind.retrieval.into()],
         guarantees: [
             "immutable_revisions",
             "idempotent_mutations",

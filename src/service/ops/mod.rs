@@ -27,7 +27,7 @@ pub(crate) fn dispatch(service: &Service, call: &Call, input: Value) -> Result<O
     let s = service;
     let output = match call.op() {
         Operation::ContextResolve => plain(call, input, |i| meta::context_resolve(call, i)),
-        Operation::Capabilities => plain(call, input, meta::capabilities),
+        Operation::Capabilities => plain(call, input, |i| meta::capabilities(s, i)),
         Operation::ArtifactPut => plain(call, input, |i| artifact::put(s, call, i)),
         Operation::ArtifactGet => plain(call, input, |i| artifact::get(s, i)),
         Operation::ArtifactRevise => plain(call, input, |i| artifact::revise(s, call, i)),

@@ -45,8 +45,21 @@ pub struct PgStore {
 }
 
 struct Inner {
-    readers: r2d2::Pool<conn::Manager>,
+    /// `None` only while being dropped.
+    readers: Option<r2d2::Pool<conn::Manager>>,
     writer: writer::PgWriter,
+}
+
+impl Drop for Inner {
+    /// Closing a connection blocks on the driver's runtime, which panics on a thread that
+    /// drives async tasks (the daemon drops its store there): close the pool on a plain thread.
+    fn drop(&mut self) {
+        if let Some(pool) = self.readers.take() {
+            std::thread::scope(|scope| {
+                let _ = scope.spawn(move || drop(pool)).join();
+            });
+        }
+    }
 }
 
 impl std::fmt::Debug for PgStore {
@@ -126,13 +139,19 @@ impl PgStore {
             })?;
         let writer = writer::PgWriter::spawn(config, SESSION_TIMEOUT)?;
         Ok(PgStore {
-            inner: Arc::new(Inner { readers, writer }),
+            inner: Arc::new(Inner {
+                readers: Some(readers),
+                writer,
+            }),
         })
     }
 
     /// A pooled connection outside any transaction (blob writes, tests).
     pub fn connection(&self) -> StoreResult<r2d2::PooledConnection<conn::Manager>> {
-        Ok(self.inner.readers.get()?)
+        match &self.inner.readers {
+            Some(pool) => Ok(pool.get()?),
+            None => Err(StoreError::WriterGone),
+        }
     }
 
     /// Runs a read in one snapshot transaction on a pooled connection.
