@@ -18,6 +18,7 @@ mod mcp_python;
 mod mcp_session;
 mod mcp_support;
 mod portable;
+mod postgres;
 mod remember;
 mod retry_storm;
 mod sweep;

@@ -113,6 +113,11 @@ impl TestCluster {
 
     /// Runs one SQL command through `psql` on the `postgres` database; panics on failure.
     pub fn psql(&self, sql: &str) -> String {
+        self.psql_in("postgres", sql)
+    }
+
+    /// Runs one SQL command through `psql` on `database`; panics on failure.
+    pub fn psql_in(&self, database: &str, sql: &str) -> String {
         let output = self.run_checked(
             "psql",
             &[
@@ -128,7 +133,7 @@ impl TestCluster {
                 "-U",
                 ROLE,
                 "-d",
-                "postgres",
+                database,
                 "-c",
                 sql,
             ],

@@ -65,6 +65,18 @@ impl TestDaemon {
         daemon
     }
 
+    /// A front end serving the PostgreSQL database at `url` on `unix://<dir>/s.sock` (its own
+    /// lock and log in `<dir>/data`), waiting until it answers.
+    pub fn start_postgres(dir: &Path, url: &str) -> TestDaemon {
+        let endpoint = Endpoint::Unix(dir.join("s.sock"));
+        let data_dir = dir.join("data");
+        let mut command = TestDaemon::serve_command(&endpoint, &data_dir);
+        command.arg("--store").arg(url);
+        let mut daemon = TestDaemon::spawn(command, dir, endpoint, &data_dir);
+        daemon.wait_ready();
+        daemon
+    }
+
     /// `memoree serve --listen <endpoint> --data-dir <data_dir>`.
     fn serve_command(endpoint: &Endpoint, data_dir: &Path) -> Command {
         let listen = match endpoint {

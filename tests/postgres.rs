@@ -1,0 +1,178 @@
+//! Several `memoree serve` front ends on one real PostgreSQL database (`--store`): what one
+//! writes the other reads, and neither a front end killed mid-write nor the database
+//! restarted without a clean shutdown loses or duplicates an acknowledged mutation. Clients
+//! retry a refused or unanswered request with the same key, on the other front end when
+//! theirs is gone, as the protocol tells them to.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use memoree::client::socket::SocketClient;
+use memoree::testkit::postgres::TestCluster;
+use memoree::transport::Exchange;
+use serde_json::{Value, json};
+
+use crate::support::daemon::TestDaemon;
+
+fn put_request(key: &str, text: &str) -> Value {
+    json!({"v": 1, "request_id": "req_pg", "op": "artifact.put", "idempotency_key": key,
+           "context": {"workspace_id": "wsp_pg", "project_id": "prj_pg"},
+           "input": {"kind": "note", "title": "front ends", "content": {"type": "text", "data": text}}})
+}
+
+/// Sends the put to the front ends in turn, starting at `first`, until one acknowledges it.
+fn put_until_acknowledged(clients: &[SocketClient], first: usize, key: &str, text: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut attempt = first;
+    loop {
+        match clients[attempt % clients.len()].send_value(&put_request(key, text)) {
+            Ok(response) if response.ok => return serde_json::to_value(response.result).unwrap(),
+            Ok(response) => {
+                let error = response.error.unwrap();
+                assert!(error.retryable, "{key}: a non-retryable refusal: {error:?}");
+            }
+            Err(_) => {}
+        }
+        assert!(Instant::now() < deadline, "{key} was never acknowledged");
+        attempt += 1;
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Checks the database against the acknowledgements: every acknowledged key is stored once,
+/// at the commit sequence and artifact it was acknowledged with; the sequence has no gaps;
+/// one event per applied mutation.
+fn check_against(cluster: &TestCluster, database: &str, acknowledged: &HashMap<String, Value>) {
+    let rows = cluster.psql_in(
+        database,
+        "SELECT scoped_key || ' ' || commit_seq FROM idempotency ORDER BY commit_seq",
+    );
+    let stored: Vec<(String, i64)> = rows
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|line| {
+            let (key, seq) = line.rsplit_once(' ').unwrap();
+            (
+                key.rsplit_once(':').map_or(key, |(_, k)| k).to_owned(),
+                seq.parse().unwrap(),
+            )
+        })
+        .collect();
+    let by_key: HashMap<&str, i64> = stored.iter().map(|(k, s)| (k.as_str(), *s)).collect();
+    assert_eq!(by_key.len(), stored.len(), "a key was applied twice");
+    for (key, ack) in acknowledged {
+        assert_eq!(by_key.get(key.as_str()).copied(), ack["commit_seq"].as_i64(), "{key}");
+    }
+    let seqs: BTreeSet<i64> = stored.iter().map(|(_, s)| *s).collect();
+    assert_eq!(seqs, (1..=stored.len() as i64).collect(), "commit_seq has gaps");
+    let events: i64 = cluster
+        .psql_in(database, "SELECT count(*) FROM events")
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(events, stored.len() as i64, "one event per applied mutation");
+    let artifacts: i64 = cluster
+        .psql_in(database, "SELECT count(*) FROM artifacts")
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(artifacts, stored.len() as i64);
+}
+
+fn database_name(url: &str) -> String {
+    url.split('/').nth(3).unwrap().split('?').next().unwrap().to_owned()
+}
+
+/// Runs four clients over `clients` until `stop`; returns every acknowledgement by key.
+fn load(clients: Arc<Vec<SocketClient>>, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<HashMap<String, Value>> {
+    std::thread::spawn(move || {
+        let acks = Arc::new(Mutex::new(HashMap::new()));
+        let threads: Vec<_> = (0..4)
+            .map(|client| {
+                let (clients, stop, acks) = (Arc::clone(&clients), Arc::clone(&stop), Arc::clone(&acks));
+                std::thread::spawn(move || {
+                    let mut i = 0;
+                    while !stop.load(Ordering::Relaxed) {
+                        let key = format!("c{client}-{i}");
+                        let ack =
+                            put_until_acknowledged(&clients, client, &key, &format!("note {i} of client {client}"));
+                        acks.lock().unwrap().insert(key, ack);
+                        i += 1;
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        Arc::try_unwrap(acks).unwrap().into_inner().unwrap()
+    })
+}
+
+#[test]
+fn two_front_ends_on_one_database_read_each_others_writes_through_the_binary() {
+    let cluster = TestCluster::start();
+    let url = cluster.create_database();
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let a = TestDaemon::start_postgres(dirs[0].path(), &url);
+    let b = TestDaemon::start_postgres(dirs[1].path(), &url);
+    let ack = put_until_acknowledged(&[a.client()], 0, "k", "written through front end A");
+    let get = b
+        .client()
+        .send_value(
+            &json!({"v": 1, "request_id": "r", "op": "artifact.get", "input": {"artifact_id": ack["artifact_id"]}}),
+        )
+        .unwrap();
+    assert!(get.ok, "{:?}", get.error);
+    assert_eq!(
+        get.result.unwrap()["content"]["data"],
+        json!("written through front end A")
+    );
+    let caps = b
+        .client()
+        .send_value(&json!({"v": 1, "request_id": "r", "op": "capabilities", "input": {}}))
+        .unwrap();
+    assert_eq!(caps.result.unwrap()["authoritative_store"], json!("postgresql"));
+}
+
+#[test]
+fn a_front_end_killed_mid_write_loses_and_duplicates_nothing_acknowledged() {
+    let cluster = TestCluster::start();
+    let url = cluster.create_database();
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let mut a = TestDaemon::start_postgres(dirs[0].path(), &url);
+    let b = TestDaemon::start_postgres(dirs[1].path(), &url);
+    let clients = Arc::new(vec![a.client(), b.client()]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let running = load(Arc::clone(&clients), Arc::clone(&stop));
+    std::thread::sleep(Duration::from_millis(700));
+    a.kill9();
+    std::thread::sleep(Duration::from_millis(700));
+    stop.store(true, Ordering::Relaxed);
+    let acknowledged = running.join().unwrap();
+    assert!(acknowledged.len() > 8, "{} acknowledged", acknowledged.len());
+    drop(b);
+    check_against(&cluster, &database_name(&url), &acknowledged);
+}
+
+#[test]
+fn an_immediate_database_restart_under_four_clients_loses_and_duplicates_nothing_acknowledged() {
+    let cluster = TestCluster::start();
+    let url = cluster.create_database();
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let a = TestDaemon::start_postgres(dirs[0].path(), &url);
+    let b = TestDaemon::start_postgres(dirs[1].path(), &url);
+    let clients = Arc::new(vec![a.client(), b.client()]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let running = load(Arc::clone(&clients), Arc::clone(&stop));
+    std::thread::sleep(Duration::from_millis(600));
+    cluster.restart_immediate();
+    std::thread::sleep(Duration::from_millis(800));
+    stop.store(true, Ordering::Relaxed);
+    let acknowledged = running.join().unwrap();
+    assert!(acknowledged.len() > 8, "{} acknowledged", acknowledged.len());
+    drop((a, b));
+    check_against(&cluster, &database_name(&url), &acknowledged);
+}
