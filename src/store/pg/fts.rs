@@ -69,6 +69,19 @@ pub fn document<'w>(fields: &[(char, &[&'w str])]) -> String {
     out
 }
 
+/// A lexeme no document holds (documents hold only folded alphanumeric words): stands in
+/// for a query word too long to be indexed, which therefore matches nothing, as on SQLite.
+const NEVER_INDEXED: &str = "-";
+
+/// Appends `word` as a single-quoted query lexeme.
+fn quote_query_into(out: &mut String, word: &str) {
+    if word.len() > MAX_LEXEME_BYTES {
+        quote_into(out, NEVER_INDEXED);
+    } else {
+        quote_into(out, word);
+    }
+}
+
 /// Appends `word` as a single-quoted lexeme.
 fn quote_into(out: &mut String, word: &str) {
     out.push('\'');
@@ -170,14 +183,14 @@ pub fn tsquery(expr: &str) -> StoreResult<String> {
     let mut out = String::new();
     for token in tokens {
         match token {
-            Token::Phrase(words) if words.len() == 1 => quote_into(&mut out, &words[0]),
+            Token::Phrase(words) if words.len() == 1 => quote_query_into(&mut out, &words[0]),
             Token::Phrase(words) => {
                 out.push('(');
                 for (i, word) in words.iter().enumerate() {
                     if i > 0 {
                         out.push_str(" <-> ");
                     }
-                    quote_into(&mut out, word);
+                    quote_query_into(&mut out, word);
                 }
                 out.push(')');
             }
@@ -206,6 +219,8 @@ mod tests {
             tsquery(r#""it""s" OR "o'k" OR "a\b""#).unwrap(),
             r#"'it"s' | 'o''k' | 'a\\b'"#
         );
+        let long = "a".repeat(MAX_LEXEME_BYTES + 1);
+        assert_eq!(tsquery(&format!("\"{long}\" OR \"b\"")).unwrap(), "'-' | 'b'");
         for bad in [
             "",
             "\"a",
