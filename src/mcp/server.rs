@@ -118,7 +118,7 @@ impl Server {
             tokio::time::sleep(LINGER).await;
             daemon.close_idle();
             if activity.load(Ordering::Relaxed) == seen {
-                let _ = tokio::task::spawn_blocking(crate::daemon::memory::release).await;
+                let _ = tokio::task::spawn_blocking(crate::sys::release_free_memory).await;
             }
         });
     }
