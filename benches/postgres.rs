@@ -10,6 +10,8 @@
 //!
 //! Needs the PostgreSQL server binaries (see `memoree::testkit::postgres`).
 
+#![allow(clippy::print_stdout)]
+
 #[path = "support/rng.rs"]
 mod rng;
 #[path = "support/sections.rs"]

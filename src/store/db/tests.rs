@@ -45,7 +45,8 @@ fn typed_ids_enums_nulls_and_numbers_round_trip_identically_on_both_backends() {
             &[&"clm_2", &ClaimStatus::Active],
         )
         .unwrap();
-        let rows: Vec<(ClaimId, ClaimStatus, Option<i64>, Option<f64>, Option<Vec<u8>>)> = db
+        type Probe = (ClaimId, ClaimStatus, Option<i64>, Option<f64>, Option<Vec<u8>>);
+        let rows: Vec<Probe> = db
             .query_all("SELECT id, status, n, x, b FROM probe ORDER BY id", &[], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
             })
