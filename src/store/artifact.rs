@@ -170,7 +170,7 @@ pub const COLUMNS: &str = "r.seq, a.id, r.id, r.revision_number, a.kind, r.title
      a.created_at, r.created_at, r.commit_seq, a.forgotten_reason, a.current_revision_id, r.inline_encoding, r.purged";
 
 /// Maps a `rusqlite` row selected with [`COLUMNS`] (store code not yet written against
-/// [`Db`](super::Db)).
+/// [`Db`]).
 pub fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ArtifactRow> {
     db_row(&Row::Sqlite(r)).map_err(super::db::into_rusqlite)
 }

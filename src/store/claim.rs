@@ -146,7 +146,7 @@ pub fn columns() -> &'static str {
 }
 
 /// Maps a `rusqlite` row selected with [`columns`] (store code not yet written against
-/// [`Db`](super::Db)).
+/// [`Db`]).
 pub fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ClaimRow> {
     db_row(&Row::Sqlite(r)).map_err(super::db::into_rusqlite)
 }
