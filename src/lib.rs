@@ -22,4 +22,5 @@ pub mod service;
 pub mod store;
 pub mod sys;
 pub mod timefmt;
+pub mod tls;
 pub mod transport;

@@ -8,6 +8,7 @@ mod crash;
 mod daemon;
 mod faults;
 mod remember;
+mod remote;
 mod retry_storm;
 mod sweep;
 mod wrappers;

@@ -11,7 +11,9 @@ use crate::protocol::AmbientContext;
 use super::AmbientError;
 use super::fields::{reject_unknown_keys, required_text, string_list, unsupported_schema};
 
-const CONFIG_KEYS: &[&str] = &["schema", "personal", "personal_fallback", "remember"];
+/// `remote` (the daemon's TLS listener, `daemon::remote`) and `tls` (a client's TLS
+/// credentials, `client::tls`) are read by their own modules.
+const CONFIG_KEYS: &[&str] = &["schema", "personal", "personal_fallback", "remember", "remote", "tls"];
 const PERSONAL_KEYS: &[&str] = &["workspace_id", "project_id", "pins"];
 const REMEMBER_KEYS: &[&str] = &["compiler"];
 

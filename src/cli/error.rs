@@ -91,7 +91,16 @@ impl CliError {
     pub fn error_body(&self) -> ErrorBody {
         let plain = |code: ErrorCode| ErrorBody::new(code, self.to_string());
         match self {
-            CliError::Client(error) => plain(error.code()),
+            CliError::Client(error) => {
+                let mut body = plain(error.code()).with_retryable(error.retryable());
+                if let Some(hint) = error.hint() {
+                    body = body.with_hint(hint);
+                }
+                match error.details() {
+                    Some(details) => body.with_details(details),
+                    None => body,
+                }
+            }
             CliError::Ambient(error) => plain(error.code()),
             CliError::Paths(error) => plain(error.code()),
             CliError::Caller(error) => {

@@ -39,7 +39,8 @@ pub struct Cli {
 /// Flags accepted by every command.
 #[derive(Debug, Clone, Args)]
 pub struct GlobalArgs {
-    /// Daemon endpoint (`unix://PATH` or `tcp://IP:PORT`); disables autostart.
+    /// Daemon endpoint (`unix://PATH`, `tcp://IP:PORT` or `tls://HOST:PORT` with the
+    /// MEMOREE_TLS_* / [tls] credentials); disables autostart.
     #[arg(long, global = true, env = "MEMOREE_ENDPOINT")]
     pub endpoint: Option<String>,
     /// Pretty-print the JSON envelope (2-space indentation).

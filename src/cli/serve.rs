@@ -10,19 +10,22 @@ use clap::Args;
 
 use super::error::{CliError, CliResult};
 use super::{exit, output};
+use crate::daemon::remote::RemoteConfig;
 use crate::daemon::{self, DaemonConfig};
 use crate::paths::{Endpoint, Paths};
 
 /// Flags of `memoree serve`.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
-    /// Where to listen: `unix://PATH` or `tcp://IP:PORT` [default: the private Unix socket]
+    /// Where to listen: `unix://PATH`, `tcp://IP:PORT` or `tls://IP:PORT` (credentials and
+    /// accepted clients from the `[remote]` table of config.toml) [default: the private Unix socket]
     #[arg(long, value_name = "ENDPOINT")]
     pub listen: Option<String>,
     /// The data directory to serve [default: the resolved data dir]
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
-    /// Allow a TCP address that is not loopback. The daemon has no authentication.
+    /// Allow a plain `tcp://` address that is not loopback: no authentication, no
+    /// encryption. Prefer `tls://`.
     #[arg(long)]
     pub dangerously_allow_non_loopback_tcp: bool,
 }
@@ -67,5 +70,9 @@ fn config(args: &ServeArgs) -> Result<DaemonConfig, CliError> {
         }
     };
     config.allow_non_loopback_tcp = args.dangerously_allow_non_loopback_tcp;
+    if matches!(config.listen, Endpoint::Tls(_)) {
+        let paths = resolve()?;
+        config.remote = RemoteConfig::load(&paths.config_file).map_err(CliError::Config)?;
+    }
     Ok(config)
 }

@@ -94,7 +94,7 @@ fn listen_arg(endpoint: &Endpoint) -> io::Result<OsString> {
             arg.push(std::path::absolute(path)?);
             arg
         }
-        Endpoint::Tcp(_) => OsString::from(endpoint.to_string()),
+        Endpoint::Tcp(_) | Endpoint::Tls(_) => OsString::from(endpoint.to_string()),
     })
 }
 

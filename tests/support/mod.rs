@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod daemon;
+pub mod pki;
 pub mod torture;
 
 use std::path::{Path, PathBuf};
@@ -31,6 +32,10 @@ const SCRUBBED_ENV: &[&str] = &[
     "MEMOREE_CONTEXT",
     "MEMOREE_ACTOR",
     "MEMOREE_COMPILER",
+    "MEMOREE_TLS_CA",
+    "MEMOREE_TLS_CERT",
+    "MEMOREE_TLS_KEY",
+    "MEMOREE_TLS_SERVER_NAME",
 ];
 
 /// The binary under test.

@@ -45,6 +45,7 @@ where
         .store()
         .read(|conn| revisioned::get::<E>(conn, id, revision_id))?
         .ok_or_else(|| StoreError::NotFound(E::not_found(id, revision_id)))?;
+    service.grant().check_owner(E::ENTITY, id, row.owner())?;
     Ok(row)
 }
 
@@ -62,6 +63,7 @@ where
     validate::id(&format!("{}_id", E::ENTITY), id)?;
     let limit = validate::limit("limit", limit, limits::MAX_HISTORY_ITEMS)?;
     let before = validate::history_cursor("before_revision_number", before)?;
+    service.grant().check_entity(service, E::ENTITY, id)?;
     let (rows, truncated) = service
         .store()
         .read(|conn| revisioned::history::<E>(conn, id, limit, before))?;
@@ -92,6 +94,7 @@ where
 {
     let key = call.idempotency_key()?;
     let ambient = context_owner(call.context()?);
+    service.grant().check_entity(service, E::ENTITY, &id)?;
     let written = service.store().write(move |tx| -> StoreResult<Written> {
         let head = revisioned::head::<E>(tx.conn(), &id)?;
         scope::check_write(E::ENTITY.as_str(), head.entity_id(), head.owner(), &ambient)?;
