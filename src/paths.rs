@@ -592,7 +592,7 @@ mod tests {
         let err = Endpoint::parse("http://127.0.0.1:1").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "endpoint must begin with unix:// or tcp://: http://127.0.0.1:1"
+            "endpoint must begin with unix://, tcp:// or tls://: http://127.0.0.1:1"
         );
         assert_eq!(err.code(), ErrorCode::ConfigError);
         assert!(Endpoint::parse("/tmp/m.sock").is_err());

@@ -320,7 +320,7 @@ mod tests {
             "schema = 1\n[remote]\ncert = \"server.pem\"\nkey = \"/keys/server.key\"\nclient_ca = \"ca.pem\"\n\
              [[remote.clients]]\nname = \"ci\"\nfingerprint = \"{FP}\"\nworkspaces = [\"wsp_a\", \"wsp_b\"]\n\
              [[remote.clients]]\nname = \"admin\"\nfingerprint = \"{}\"\nworkspaces = [\"*\"]\n",
-            FP.replace('a', "b")
+            FP.replace("a1", "b2")
         ))
         .unwrap()
         .unwrap();

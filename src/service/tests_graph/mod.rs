@@ -1,6 +1,7 @@
 //! Service-level tests for relations, conflict cases, write scope and horizons (issue 5).
 
 mod conflict;
+mod grant;
 mod property;
 mod relation;
 mod scope;
