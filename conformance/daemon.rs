@@ -3,14 +3,20 @@
 //! with `--daemon-command`); `endpoint` talks to a daemon someone else started. Both speak
 //! length-prefixed frames through the crate's socket client (one request per connection, as a
 //! reference client does); `$raw` steps send their text verbatim as the frame body.
+//!
+//! `--daemon-listen tls` serves each trial on `tls://127.0.0.1:PORT` with a throw-away PKI
+//! (generated once per run, `tests/support/pki.rs`) and one client certificate granted every
+//! workspace (`["*"]`), so every case runs unchanged inside TLS.
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use memoree::client::Transport as _;
 use memoree::client::socket::SocketClient;
+use memoree::client::tls::Connector;
 use memoree::paths::Endpoint;
 use serde_json::{Value, json};
 
@@ -34,6 +40,8 @@ pub enum Listen {
     Unix,
     /// A free loopback TCP port.
     Tcp,
+    /// A free loopback TCP port speaking TLS with a client certificate.
+    Tls,
 }
 
 impl Listen {
@@ -41,7 +49,8 @@ impl Listen {
         match value {
             "unix" => Ok(Listen::Unix),
             "tcp" => Ok(Listen::Tcp),
-            other => Err(format!("--daemon-listen must be unix or tcp, not {other:?}")),
+            "tls" => Ok(Listen::Tls),
+            other => Err(format!("--daemon-listen must be unix, tcp or tls, not {other:?}")),
         }
     }
 }
@@ -72,14 +81,52 @@ fn choose_endpoint(listen: Listen, dir: &Path) -> Result<(String, Endpoint), Str
             let socket = dir.join("run").join("memoree.sock");
             Ok((format!("unix://{}", socket.display()), Endpoint::Unix(socket)))
         }
-        Listen::Tcp => {
+        Listen::Tcp | Listen::Tls => {
             // Ask the kernel for a free port, then hand it to the daemon. Another process
             // could take it in between; the daemon then fails to start and the trial says so.
             let probe = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free TCP port: {e}"))?;
             let addr = probe.local_addr().map_err(|e| format!("no free TCP port: {e}"))?;
-            Ok((format!("tcp://{addr}"), Endpoint::Tcp(addr)))
+            let scheme = if listen == Listen::Tls { "tls" } else { "tcp" };
+            let text = format!("{scheme}://{addr}");
+            let endpoint = Endpoint::parse(&text).map_err(|e| e.to_string())?;
+            Ok((text, endpoint))
         }
     }
+}
+
+/// The run's throw-away PKI for `--daemon-listen tls`: a `config.toml` whose `[remote]`
+/// table admits one client for every workspace, and that client's connector.
+struct TlsSetup {
+    _dir: tempfile::TempDir,
+    config: PathBuf,
+    connector: Connector,
+}
+
+fn tls_setup() -> Result<&'static TlsSetup, String> {
+    static SETUP: OnceLock<Result<TlsSetup, String>> = OnceLock::new();
+    SETUP
+        .get_or_init(|| {
+            let dir = temp_dir()?;
+            let pki = crate::pki::Pki::generate(&dir.path().join("pki"));
+            let client = pki.client("conformance", crate::pki::Signer::ClientCa, false);
+            let config = dir.path().join("config.toml");
+            std::fs::write(
+                &config,
+                format!("schema = 1\n{}", pki.remote_table(&[(&client, &["*"])])),
+            )
+            .map_err(|e| format!("cannot write {}: {e}", config.display()))?;
+            let connector = pki
+                .credentials(&pki.server_ca, Some(&client))
+                .connector()
+                .map_err(|e| e.to_string())?;
+            Ok(TlsSetup {
+                _dir: dir,
+                config,
+                connector,
+            })
+        })
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
 /// Single-quotes `value` for `sh`.
@@ -174,12 +221,23 @@ impl Transport for Daemon {
                 command.env_remove(&name);
             }
         }
+        let tls = match self.listen {
+            Listen::Tls => {
+                let setup = tls_setup()?;
+                command.env("MEMOREE_CONFIG", &setup.config);
+                Some(setup.connector.clone())
+            }
+            Listen::Unix | Listen::Tcp => None,
+        };
         let what = match &self.launch {
             Launch::Serve(binary) => format!("{} serve", binary.display()),
             Launch::Command(template) => format!("the daemon command {template:?}"),
         };
         let mut child = command.spawn().map_err(|e| format!("cannot run {what}: {e}"))?;
-        let client = SocketClient::new(endpoint);
+        let client = match tls {
+            Some(connector) => SocketClient::new(endpoint).with_tls(connector),
+            None => SocketClient::new(endpoint),
+        };
         wait_until_ready(&client, &mut child, &what)?;
         Ok(Box::new(DaemonSession {
             child,

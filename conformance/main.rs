@@ -9,6 +9,8 @@ mod daemon;
 mod golden;
 mod matcher;
 mod normalize;
+#[path = "../tests/support/pki.rs"]
+mod pki;
 mod retrieval;
 mod schema;
 mod transport;
