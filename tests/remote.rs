@@ -524,3 +524,68 @@ fn serve_on_tls_without_a_remote_table_is_a_config_error_naming_it() {
         "nothing is created before the credentials load"
     );
 }
+
+/// A daemon in this process on `tls://0.0.0.0:0` (a non-loopback listener needs no
+/// dangerous flag once it is TLS) with a short idle timeout, and a client for it over
+/// loopback presenting `alpha`.
+fn in_process_tls(
+    dir: &Path,
+    idle: std::time::Duration,
+) -> (memoree::daemon::DaemonHandle, memoree::client::socket::SocketClient) {
+    use memoree::daemon::remote::{RemoteClient, RemoteConfig};
+    use memoree::daemon::{DaemonConfig, ServerTimeouts};
+
+    let pki = Pki::generate(&dir.join("pki"));
+    let alpha = pki.client("alpha", Signer::ClientCa, false);
+    let mut config = DaemonConfig::new(Endpoint::parse("tls://0.0.0.0:0").unwrap(), dir.join("data"));
+    config.remote = Some(RemoteConfig {
+        cert: pki.server_cert.clone(),
+        key: pki.server_key.clone(),
+        client_ca: pki.client_ca.clone(),
+        clients: vec![RemoteClient {
+            name: "alpha".to_owned(),
+            fingerprint: memoree::tls::Fingerprint::parse(&alpha.fingerprint).unwrap(),
+            workspaces: Some([WORKSPACE.to_owned()].into()),
+        }],
+    });
+    config.timeouts = ServerTimeouts {
+        idle,
+        ..ServerTimeouts::default()
+    };
+    let daemon = memoree::daemon::start(config).unwrap();
+    let Endpoint::Tls(bound) = daemon.endpoint() else {
+        unreachable!()
+    };
+    assert_eq!(bound.host, "0.0.0.0");
+    let endpoint = Endpoint::parse(&format!("tls://127.0.0.1:{}", bound.port)).unwrap();
+    let connector = pki.credentials(&pki.server_ca, Some(&alpha)).connector().unwrap();
+    let client = memoree::client::socket::SocketClient::new(endpoint).with_tls(connector);
+    (daemon, client)
+}
+
+#[test]
+fn one_tls_connection_carries_many_requests_and_a_kept_alive_client_survives_the_idle_close() {
+    let dir = tempfile::tempdir().unwrap();
+    let idle = std::time::Duration::from_millis(200);
+    let (daemon, client) = in_process_tls(dir.path(), idle);
+    let context = json!({"workspace_id": WORKSPACE, "project_id": PROJECT});
+    let put = |key: &str| {
+        json!({"v": 1, "request_id": format!("req_{key}"), "op": "artifact.put", "idempotency_key": key, "context": context,
+               "input": {"kind": "note", "title": key, "content": {"type": "text", "data": format!("body of {key}")}}})
+    };
+    let mut session = client.connect().unwrap();
+    for key in ["s1", "s2", "s3"] {
+        let response = session.exchange_json(&put(key)).unwrap();
+        assert!(response.ok, "{response:?}");
+    }
+    drop(session);
+    let kept = client.clone().keep_alive();
+    assert!(kept.exchange_json(&put("k1")).unwrap().ok);
+    // The daemon closes the idle connection with a close_notify; the next request is sent
+    // again on a new connection, once, and applied once.
+    std::thread::sleep(idle * 3);
+    let again = kept.exchange_json(&put("k2")).unwrap();
+    assert!(again.ok, "{again:?}");
+    assert_eq!(again.commit_seq, Some(5));
+    daemon.shutdown().unwrap();
+}
