@@ -1,19 +1,21 @@
-//! The conformance runner: every case file under `spec/v1/cases/` and every golden scenario
-//! under `golden/v1/` becomes one trial per transport, named `v1/<family>/<case>::<transport>`
-//! or `golden/v1/<scenario>::<transport>`, and runs through libtest-mimic (so the usual
-//! filters and `--test-threads` work). Conformance is data; this directory is the only code.
-//! Usage, including `--binary PATH` for another implementation, is in `conformance/README.md`.
+//! The in-tree conformance runner (`cargo test --test conformance`): the engine shared with
+//! the `memoree-conformance` kit (`conformance/engine/`), fed from this checkout, plus the
+//! in-process transport, `UPDATE_GOLDEN=1` and the lints that keep every case's level and
+//! basis honest (`conformance/lint.rs`). Trials run through libtest-mimic, so the usual
+//! filters and `--test-threads` work. The `kit/…` trials check the kit binary end to end
+//! (`conformance/kit_checks.rs`). Testing this crate in process, each golden scenario and a
+//! generated store also get an `::export_roundtrip` trial (`roundtrip.rs`, `generated.rs`).
+//! Usage is in `conformance/README.md`.
 
-mod case;
-mod daemon;
-mod golden;
-mod matcher;
-mod normalize;
-#[path = "../tests/support/pki.rs"]
-mod pki;
-mod retrieval;
-mod schema;
-mod transport;
+// The in-tree runner uses only part of the engine (the kit also uses its reports and runner);
+// the engine's unit tests run in the kit's test target, not in this `harness = false` one.
+#[allow(dead_code, unused_imports)]
+mod engine;
+mod generated;
+mod inprocess;
+mod kit_checks;
+mod lint;
+mod roundtrip;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -21,21 +23,16 @@ use std::sync::Arc;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
-use crate::daemon::{Daemon, Launch, Listen, Running};
-use crate::schema::Schemas;
-use crate::transport::{Binary, InProcess, Transport};
+use crate::engine::catalog::{Catalog, ScenarioKind};
+use crate::engine::plan::{self, LevelFilter, PlanOptions};
+use crate::engine::schema::{self, Checks, OurSchemas};
+use crate::engine::targets::Target;
+use crate::engine::transport::Transport;
+use crate::inprocess::InProcess;
 
 /// Runner flags, removed from argv before libtest-mimic sees it.
-#[derive(Debug, Default)]
-struct Options {
-    binary: Option<PathBuf>,
-    daemon_command: Option<String>,
-    daemon_listen: Option<String>,
-    endpoint: Option<String>,
-}
-
-fn split_args(args: impl Iterator<Item = String>) -> Result<(Options, Vec<String>), String> {
-    let mut options = Options::default();
+fn split_args(args: impl Iterator<Item = String>) -> Result<(Target, Vec<String>), String> {
+    let mut target = Target::default();
     let mut rest = Vec::new();
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -50,161 +47,107 @@ fn split_args(args: impl Iterator<Item = String>) -> Result<(Options, Vec<String
                 .ok_or(format!("{flag} needs a value"))
         };
         match flag.as_str() {
-            "--binary" => options.binary = Some(PathBuf::from(value()?)),
-            "--daemon-command" => options.daemon_command = Some(value()?),
-            "--daemon-listen" => options.daemon_listen = Some(value()?),
-            "--endpoint" => options.endpoint = Some(value()?),
+            "--binary" => target.binary = Some(PathBuf::from(value()?)),
+            "--daemon-command" => target.daemon_command = Some(value()?),
+            "--daemon-listen" => target.daemon_listen = Some(value()?),
+            "--endpoint" => target.endpoint = Some(value()?),
             _ => rest.push(arg),
         }
     }
-    Ok((options, rest))
+    Ok((target, rest))
 }
 
-/// The transports every case runs on.
-fn select_transports(options: &Options) -> Result<Vec<Arc<dyn Transport>>, String> {
-    if let Some(endpoint) = &options.endpoint {
-        if options.binary.is_some() || options.daemon_command.is_some() || options.daemon_listen.is_some() {
-            return Err("--endpoint targets a running daemon; it cannot be combined with \
-                        --binary, --daemon-command or --daemon-listen"
-                .to_owned());
-        }
-        return Ok(vec![Arc::new(Running::new(endpoint)?)]);
-    }
-    let listen = options
-        .daemon_listen
-        .as_deref()
-        .map_or(Ok(Listen::Unix), Listen::parse)?;
-    let binary = match &options.binary {
-        // The child runs in its own directory, so a relative path must be made absolute here.
-        Some(path) => std::fs::canonicalize(path).map_err(|e| format!("--binary {}: {e}", path.display()))?,
-        None => PathBuf::from(env!("CARGO_BIN_EXE_memoree")),
-    };
-    let launch = match &options.daemon_command {
-        Some(template) if !template.contains("{endpoint}") => {
-            return Err(format!(
-                "--daemon-command {template:?} must contain {{endpoint}} (and usually {{data_dir}})"
-            ));
-        }
-        Some(template) => Launch::Command(template.clone()),
-        None => Launch::Serve(binary.clone()),
-    };
+/// The transports: this crate's service in process unless another implementation is named,
+/// then `call` and the daemon of the binary.
+fn transports(target: &Target) -> Result<Vec<Arc<dyn Transport>>, String> {
     let mut transports: Vec<Arc<dyn Transport>> = Vec::new();
-    // Another implementation is tested, not this crate: the in-process service is skipped.
-    if options.binary.is_none() && options.daemon_command.is_none() {
+    if target.binary.is_none() && target.daemon_command.is_none() && target.endpoint.is_none() {
         transports.push(Arc::new(InProcess));
     }
-    if options.binary.is_some() || options.daemon_command.is_none() {
-        transports.push(Arc::new(Binary::new(&binary)));
-    }
-    transports.push(Arc::new(Daemon::new(launch, listen)));
+    transports.extend(target.transports(Some(PathBuf::from(env!("CARGO_BIN_EXE_memoree"))))?);
     Ok(transports)
 }
 
-/// Files with `extension` below `dir`, recursively, in a stable order.
-fn files_below(dir: &Path, extension: &str, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    paths.sort();
-    for path in paths {
-        if path.is_dir() {
-            files_below(&path, extension, out);
-        } else if path.extension().is_some_and(|e| e == extension) {
-            out.push(path);
-        }
-    }
-}
-
-/// `path` relative to `base`, with `/` separators and no extension.
-fn trial_name(path: &Path, base: &Path) -> String {
-    let relative = path.strip_prefix(base).unwrap_or(path).with_extension("");
-    relative
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy())
-        .collect::<Vec<_>>()
-        .join("/")
-}
-
-fn trials(root: &Path, transports: &[Arc<dyn Transport>], schemas: &Arc<Option<Schemas>>) -> Vec<Trial> {
-    let mut trials = Vec::new();
-    let mut case_files = Vec::new();
-    files_below(&root.join("spec/v1/cases"), "json", &mut case_files);
-    for path in case_files {
-        let name = format!("v1/{}", trial_name(&path, &root.join("spec/v1/cases")));
-        let loaded = Arc::new(case::load(&path));
-        for transport in transports {
-            if let Ok(case) = loaded.as_ref()
-                && !case.applies_to(transport.name())
-            {
-                continue;
-            }
-            // A shared, running daemon cannot offer a fresh store per trial.
-            if transport.name() == "endpoint" && !loaded.as_ref().as_ref().is_ok_and(case::Case::is_store_independent) {
-                continue;
-            }
-            let (loaded, transport, schemas) = (loaded.clone(), transport.clone(), schemas.clone());
-            let label = path.display().to_string();
-            trials.push(Trial::test(format!("{name}::{}", transport.name()), move || {
-                let case = loaded.as_ref().as_ref().map_err(Failed::from)?;
-                case.run(transport.as_ref(), schemas.as_ref().as_ref())
-                    .map_err(|e| Failed::from(format!("{label}: {}\n{e}", case.description)))
+fn trials(
+    root: &Path,
+    transports: &[Arc<dyn Transport>],
+    checks: Checks,
+    roundtrips: bool,
+) -> Result<Vec<Trial>, String> {
+    let catalog = Arc::new(Catalog::from_dir(root)?);
+    let options = PlanOptions {
+        level: LevelFilter::All,
+        update: engine::golden::update_requested().then(|| root.to_path_buf()),
+    };
+    let planned = plan::plan(&catalog, transports, &Arc::new(checks), &options);
+    let mut trials: Vec<Trial> = planned
+        .into_iter()
+        .filter(|t| t.skip.is_none() || options.update.is_some())
+        .map(|t| {
+            let ignored = t.skip.is_some();
+            let name = t.name.clone();
+            Trial::test(name, move || t.run().map_err(Failed::from)).with_ignored_flag(ignored)
+        })
+        .collect();
+    // The export round trip is a property of this crate's store, run once in process.
+    if roundtrips && options.update.is_none() {
+        for scenario in catalog.scenarios() {
+            let dir = root.join(&scenario.dir);
+            let corpus = matches!(scenario.kind, ScenarioKind::Corpus);
+            trials.push(Trial::test(format!("{}::export_roundtrip", scenario.dir), move || {
+                if corpus {
+                    roundtrip::corpus(&dir).map_err(Failed::from)
+                } else {
+                    roundtrip::transcript(&dir).map_err(Failed::from)
+                }
             }));
         }
+        trials.push(Trial::test("portable/generated_store::export_roundtrip", || {
+            generated::run().map_err(Failed::from)
+        }));
     }
-    let update = golden::update_requested();
-    let mut scenarios: Vec<PathBuf> = std::fs::read_dir(root.join("golden/v1"))
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.is_dir())
-                .collect()
-        })
-        .unwrap_or_default();
-    scenarios.sort();
-    for dir in scenarios {
-        let name = trial_name(&dir, root);
-        for (index, transport) in transports.iter().enumerate() {
-            if transport.name() == "endpoint" {
-                continue;
-            }
-            let (dir, transport, schemas) = (dir.clone(), transport.clone(), schemas.clone());
-            // Under UPDATE_GOLDEN=1 only the first transport writes; the others would race it.
-            let skip_while_updating = update && index > 0;
-            let trial = Trial::test(format!("{name}::{}", transport.name()), move || {
-                if retrieval::is_corpus(&dir) {
-                    return retrieval::run(&dir, transport.as_ref()).map_err(Failed::from);
-                }
-                golden::run(&dir, transport.as_ref(), schemas.as_ref().as_ref(), update).map_err(Failed::from)
-            });
-            trials.push(trial.with_ignored_flag(skip_while_updating));
-        }
-    }
-    trials
+    trials.extend(lint::trials(root, catalog.clone()));
+    trials.extend(kit_checks::trials(catalog));
+    Ok(trials)
 }
 
 #[allow(clippy::print_stderr)]
 fn main() -> ExitCode {
-    let (options, rest) = match split_args(std::env::args()) {
-        Ok(split) => split,
-        Err(message) => {
-            eprintln!("conformance: {message}");
-            return ExitCode::from(2);
-        }
+    let fail = |message: String| {
+        eprintln!("conformance: {message}");
+        ExitCode::from(2)
     };
-    let transports = match select_transports(&options) {
+    let (target, rest) = match split_args(std::env::args()) {
+        Ok(split) => split,
+        Err(message) => return fail(message),
+    };
+    let transports = match transports(&target) {
         Ok(transports) => transports,
-        Err(message) => {
-            eprintln!("conformance: {message}");
-            return ExitCode::from(2);
-        }
+        Err(message) => return fail(message),
     };
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let schemas = match schema::load(&root.join("../shared/spec/reference-schema-v1.json")) {
-        Ok(schemas) => Arc::new(schemas),
-        Err(message) => {
-            eprintln!("conformance: {message}");
-            return ExitCode::from(2);
-        }
+    let reference_path = root.join("../shared/spec/reference-schema-v1.json");
+    let reference = match schema::load(&reference_path) {
+        Ok(reference) => reference,
+        Err(message) => return fail(message),
+    };
+    if reference.is_none() {
+        eprintln!(
+            "conformance: {} not found; reference schema checks are skipped",
+            reference_path.display()
+        );
+    }
+    let checks = Checks {
+        reference,
+        ours: OurSchemas::Always,
+    };
+    // The round trips exercise this crate in process; the extra TCP pass of the suite need
+    // not repeat them.
+    let roundtrips = transports.iter().any(|t| t.name() == "inprocess") && target.daemon_listen.is_none();
+    let trials = match trials(root, &transports, checks, roundtrips) {
+        Ok(trials) => trials,
+        Err(message) => return fail(message),
     };
     let args = Arguments::from_iter(rest);
-    libtest_mimic::run(&args, trials(root, &transports, &schemas)).exit_code()
+    libtest_mimic::run(&args, trials).exit_code()
 }

@@ -14,7 +14,7 @@ use crate::protocol::admin::{InstructionConcept, InstructionDocument, Instructio
 use crate::protocol::{Operation, PROTOCOL_VERSION, limits};
 
 /// Version of the instruction set (bumped when the normative rules change).
-pub const INSTRUCTION_SET_VERSION: u32 = 7;
+pub const INSTRUCTION_SET_VERSION: u32 = 9;
 /// Upper bound on the rendered Markdown, so it fits comfortably in an agent's context.
 pub const MAX_MARKDOWN_BYTES: usize = 10_000;
 
@@ -79,7 +79,11 @@ const RULES: &[InstructionRule] = &[
     ),
     must(
         "recall-semantics",
-        "Read recall `presence` literally: `claims` found current or disputed claims, `artifacts_only` found sources without a claim, `none` found nothing in the searched horizons. It is not a truth score.",
+        "Read recall `presence` literally: `claims` found current or disputed claims, `artifacts_only` found sources without a claim, `none` found nothing relevant in the searched horizons. It is not a truth score.",
+    ),
+    must(
+        "qualified-retrieval",
+        "A hit counts only when it matches enough of the query's content words (function and question words do not count; identifiers, numbers and quoted phrases weigh most; `ranking.qualification` shows how each matched). `near_misses` matched too little: never treat them as answers. On `none`, reword with the words memory would use, drop a word, or quote an exact phrase; follow `query_analysis.advice`.",
     ),
     must(
         "idempotent-mutations",
@@ -157,6 +161,10 @@ const RULES: &[InstructionRule] = &[
         "forget",
         "Use `artifact.forget` with a reason to remove material from retrieval; it is a tombstone and exact gets still return the bytes.",
     ),
+    must(
+        "purge",
+        "If a secret or personal data was stored, `artifact.purge` / `claim.purge` (extensions, reason required) erase every revision's content from this store for good; earlier backups and exports still hold it.",
+    ),
 ];
 
 const fn concept(name: &'static str, meaning: &'static str) -> InstructionConcept {
@@ -193,7 +201,7 @@ const CONCEPTS: &[InstructionConcept] = &[
     ),
     concept(
         "chunk",
-        "A bounded excerpt of an artifact revision returned by retrieval, always with its exact citation; never the whole source.",
+        "A bounded excerpt of an artifact revision returned by retrieval: the window around the best match, with an `excerpt_citation` (`…#START-END`) naming exactly the bytes shown; never the whole source.",
     ),
     concept(
         "context bundle",
@@ -303,13 +311,14 @@ pub fn markdown() -> String {
 mod tests {
     use super::*;
 
-    const RULE_IDS: [&str; 25] = [
+    const RULE_IDS: [&str; 27] = [
         "discover-dont-guess",
         "interface-boundary",
         "ambient-by-default",
         "explicit-broadening",
         "no-automatic-broadening",
         "recall-semantics",
+        "qualified-retrieval",
         "idempotent-mutations",
         "backup-retry",
         "optimistic-concurrency",
@@ -329,6 +338,7 @@ mod tests {
         "temporal-currentness",
         "write-hygiene",
         "forget",
+        "purge",
     ];
 
     #[test]
@@ -410,10 +420,10 @@ mod tests {
     #[test]
     fn the_json_document_carries_the_same_definition() {
         let doc = serde_json::to_value(document()).unwrap();
-        assert_eq!(doc["instruction_set_version"], 7);
+        assert_eq!(doc["instruction_set_version"], 9);
         assert_eq!(doc["invocation"]["command"], "memoree call");
-        assert_eq!(doc["rules"].as_array().unwrap().len(), 25);
-        assert_eq!(doc["rules"][23]["level"], "should");
+        assert_eq!(doc["rules"].as_array().unwrap().len(), 27);
+        assert_eq!(doc["rules"][24]["level"], "should");
         assert_eq!(doc["concepts"].as_array().unwrap().len(), 11);
     }
 }

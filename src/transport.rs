@@ -19,7 +19,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::protocol::limits::MAX_FRAME_BYTES;
-use crate::protocol::{ErrorCode, Input, Request, Response, TlsFailure};
+use crate::protocol::{ErrorBody, ErrorCode, Input, Request, Response, TlsFailure};
 
 /// A client-side failure to obtain a usable response envelope at all.
 #[derive(Debug, thiserror::Error)]
@@ -103,6 +103,19 @@ impl ClientError {
         match self {
             ClientError::Tls { failure, .. } => Some(serde_json::json!({"reason": failure})),
             _ => None,
+        }
+    }
+
+    /// The wire error body of this failure: its code and its message, prefixed by the code,
+    /// its retryability, and for a TLS refusal a hint and `details.reason`.
+    pub fn error_body(&self) -> ErrorBody {
+        let mut body = ErrorBody::new(self.code(), self.to_string()).with_retryable(self.retryable());
+        if let Some(hint) = self.hint() {
+            body = body.with_hint(hint);
+        }
+        match self.details() {
+            Some(details) => body.with_details(details),
+            None => body,
         }
     }
 }

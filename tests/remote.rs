@@ -469,7 +469,39 @@ fn a_credential_for_another_workspace_gets_scope_violation_without_content_and_w
             Some("k5"),
             json!({"source_type": "claim", "source_id": foreign.claim, "relation": "supports", "target_type": "artifact", "target_id": foreign.artifact}),
         ),
+        call(
+            "artifact.purge",
+            Some(&own),
+            Some("k6"),
+            json!({"artifact_id": foreign.artifact, "reason": planted}),
+        ),
+        call(
+            "claim.purge",
+            Some(&own),
+            Some("k7"),
+            json!({"claim_id": foreign.claim, "reason": planted}),
+        ),
+        // Browse listings of another workspace, or of the whole store.
+        call("artifact.list", Some(&theirs), None, json!({})),
+        call(
+            "claim.list",
+            Some(&own),
+            None,
+            json!({"horizon": "personal", "reason": "probe"}),
+        ),
+        call(
+            "event.list",
+            Some(&own),
+            None,
+            json!({"horizon": "personal", "reason": "probe"}),
+        ),
         // Operations on the whole store.
+        call(
+            "import",
+            None,
+            None,
+            json!({"source": remote.dir.path().join("archive").to_str().unwrap(), "mode": "merge"}),
+        ),
         call("verify", None, None, json!({})),
         call("doctor", None, None, json!({})),
         call(
@@ -494,6 +526,17 @@ fn a_credential_for_another_workspace_gets_scope_violation_without_content_and_w
         (search["ok"].clone(), search["result"]["hits"].clone()),
         (json!(true), json!([])),
         "{search}"
+    );
+    let listed = call(
+        "event.list",
+        Some(&own),
+        None,
+        json!({"horizon": "workspace", "reason": "own"}),
+    );
+    assert_eq!(
+        (listed["ok"].clone(), listed["result"]["events"].clone()),
+        (json!(true), json!([])),
+        "{listed}"
     );
     let missing = call(
         "artifact.get",
@@ -588,4 +631,118 @@ fn one_tls_connection_carries_many_requests_and_a_kept_alive_client_survives_the
     assert!(again.ok, "{again:?}");
     assert_eq!(again.commit_seq, Some(5));
     daemon.shutdown().unwrap();
+}
+
+impl Remote {
+    /// Writes the test home's `config.toml` with a `[tls]` table presenting `client`.
+    fn client_config(&self, client: &ClientCert) {
+        std::fs::write(
+            self.home.home.join("config.toml"),
+            format!(
+                "schema = 1\n[tls]\nca = {:?}\ncert = {:?}\nkey = {:?}\n",
+                self.pki.server_ca, client.cert, client.key
+            ),
+        )
+        .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn memoree_mcp_reaches_a_tls_daemon_with_the_configured_credentials_and_its_limits() {
+    use crate::mcp_support::{TestClient, connect_with, failed, ok, put_args};
+
+    let remote = Remote::start();
+    let foreign = remote.seed_foreign();
+    remote.client_config(&remote.alpha);
+    let endpoint = remote.endpoint_by_name();
+    let mcp = connect_with(
+        &remote.home,
+        &remote.home.project,
+        &["--endpoint", &endpoint],
+        &[],
+        TestClient::default(),
+    )
+    .await;
+    let put = ok(
+        &mcp,
+        "artifact_put",
+        put_args("over tls", "the mcp server wrote this over tls"),
+    )
+    .await;
+    assert!(put.to_string().contains("art_"), "{put}");
+    let refused = failed(&mcp, "artifact_get", json!({"artifact_id": foreign.artifact})).await;
+    assert_outside_grant(&refused);
+    mcp.cancel().await.unwrap();
+    assert!(
+        !remote.home.socket().exists(),
+        "a tls:// endpoint never autostarts a daemon"
+    );
+}
+
+/// `GET path` on the inspector at `addr` with its access cookie: the status and the body.
+fn http_get(addr: &str, path: &str, cookie: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).unwrap();
+    let status = reply.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0);
+    (status, reply)
+}
+
+#[test]
+fn memoree_inspect_serves_a_tls_daemon_within_the_credential_workspaces() {
+    let remote = Remote::start();
+    let foreign = remote.seed_foreign();
+    let own = remote.exchange(
+        &remote.alpha,
+        &json!({
+            "v": 1, "request_id": "req_own", "op": "artifact.put", "idempotency_key": "own-1",
+            "context": {"workspace_id": WORKSPACE, "project_id": PROJECT},
+            "input": {"kind": "note", "title": "remote inspector note", "content": {"type": "text", "data": "seen through tls"}},
+        }),
+    );
+    assert_eq!(own["ok"], true, "{own}");
+    remote.client_config(&remote.alpha);
+    let mut command = std::process::Command::new(crate::support::BIN);
+    for name in crate::support::SCRUBBED_ENV {
+        command.env_remove(name);
+    }
+    let mut child = command
+        .args(["--endpoint", &remote.endpoint_by_name(), "inspect"])
+        .env("MEMOREE_HOME", &remote.home.home)
+        .current_dir(&remote.home.project)
+        .env(
+            "MEMOREE_CONTEXT",
+            json!({"workspace_id": WORKSPACE, "project_id": PROJECT}).to_string(),
+        )
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+    let envelope: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("no start envelope ({e}): {line:?}"));
+    assert_eq!(envelope["ok"], true, "{envelope}");
+    let listen = envelope["result"]["listen"].as_str().unwrap().to_owned();
+    let url = envelope["result"]["url"].as_str().unwrap();
+    let token = url.rsplit_once("token=").unwrap().1;
+    let port = listen.rsplit_once(':').unwrap().1;
+    let cookie = format!("memoree_inspect_{port}={token}");
+    let (status, page) = http_get(&listen, "/artifacts", &cookie);
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("remote inspector note"), "{page}");
+    let (_, page) = http_get(&listen, &format!("/artifacts/{}", foreign.artifact), &cookie);
+    assert!(!page.contains("zebra") && !page.contains("foreign plans"), "{page}");
+    let _ = child.kill();
+    let _ = child.wait();
 }

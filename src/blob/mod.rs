@@ -18,6 +18,7 @@
 
 pub mod codec;
 mod digest;
+mod pin;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -26,6 +27,7 @@ use std::path::{Path, PathBuf};
 
 pub use codec::Encoding;
 pub use digest::Digest;
+pub use pin::BlobPin;
 
 use crate::fault::DiskFullFlag;
 use crate::protocol::limits;
@@ -160,6 +162,7 @@ impl ObjectHeader {
 pub struct BlobStore {
     root: PathBuf,
     disk_full: DiskFullFlag,
+    pins: pin::Pins,
 }
 
 impl BlobStore {
@@ -172,6 +175,7 @@ impl BlobStore {
         Ok(BlobStore {
             root,
             disk_full: DiskFullFlag::default(),
+            pins: pin::Pins::default(),
         })
     }
 
@@ -199,7 +203,11 @@ impl BlobStore {
 
     /// [`BlobStore::put`], compressing the object when `compress` is set and that pays.
     pub(crate) fn put_object(&self, bytes: &[u8], compress: bool) -> Result<Digest, BlobError> {
-        let digest = Digest::of(bytes);
+        self.publish(Digest::of(bytes), bytes, compress)
+    }
+
+    /// Publishes `bytes`, whose digest the caller computed, as [`BlobStore::put_object`].
+    fn publish(&self, digest: Digest, bytes: &[u8], compress: bool) -> Result<Digest, BlobError> {
         let dest = self.path_of(&digest);
         if dest.exists() {
             self.verify(&digest, bytes.len() as u64)?;

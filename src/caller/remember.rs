@@ -15,7 +15,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::CallerError;
 use super::compiler::{Compiler, CompilerReport, MAX_COMPILE_SOURCE_BYTES};
@@ -24,6 +24,7 @@ use super::proposal::{PlanClaims, PlannedClaim, REMEMBER_SCHEMA_VERSION};
 use crate::protocol::artifact::{ArtifactContent, ArtifactPutInput};
 use crate::protocol::claim::{ClaimAssertInput, EvidenceLocator};
 use crate::protocol::limits::{MAX_ARTIFACT_BYTES, MAX_KIND_BYTES, MAX_TITLE_BYTES};
+use crate::protocol::local::{PlannedClaimInfo, QuotedSpan, RememberPlanInfo, RememberResult};
 use crate::protocol::{Input, Operation, Warning};
 
 /// The artifact kind when `--kind` is not given.
@@ -295,32 +296,33 @@ pub fn actor_from_env() -> Result<String, CallerError> {
 
 impl RememberPlan {
     /// The `result` of a preview (nothing written).
-    pub fn preview_result(&self) -> Value {
-        json!({
-            "applied": false,
-            "input_digest": self.input_digest,
-            "compiler": self.compiler.to_json(),
-            "plan": {
-                "title": self.title,
-                "kind": self.kind,
-                "media_type": MEDIA_TYPE,
-                "size_bytes": self.source.text.len(),
-                "claims": self.claims.accepted.iter().map(claim_json).collect::<Vec<_>>(),
-                "quality": self.quality.to_json(),
+    pub fn preview_result(&self) -> RememberResult {
+        RememberResult {
+            applied: false,
+            input_digest: self.input_digest.clone(),
+            compiler: self.compiler.info(),
+            plan: RememberPlanInfo {
+                title: self.title.clone(),
+                kind: self.kind.clone(),
+                media_type: MEDIA_TYPE.into(),
+                size_bytes: self.source.text.len(),
+                claims: self.claims.accepted.iter().map(claim_info).collect(),
+                quality: self.quality.info(),
             },
-        })
+            artifact: None,
+            stored_claims: Vec::new(),
+        }
     }
 
     /// The `result` after `--apply`: the preview plus the artifact and the stored claims
     /// (mutation results as the daemon returned them; `stored_claims` omitted when empty).
-    pub fn applied_result(&self, artifact: Value, stored_claims: Vec<Value>) -> Value {
-        let mut result = self.preview_result();
-        result["applied"] = json!(true);
-        result["artifact"] = artifact;
-        if !stored_claims.is_empty() {
-            result["stored_claims"] = json!(stored_claims);
+    pub fn applied_result(&self, artifact: Value, stored_claims: Vec<Value>) -> RememberResult {
+        RememberResult {
+            applied: true,
+            artifact: Some(artifact),
+            stored_claims,
+            ..self.preview_result()
         }
-        result
     }
 
     /// Warning findings, to copy into the envelope `warnings`.
@@ -411,16 +413,20 @@ fn derived_key(material: &str) -> String {
     format!("remember_{}", blake3::hash(material.as_bytes()).to_hex())
 }
 
-fn claim_json(claim: &PlannedClaim) -> Value {
-    json!({
-        "claim_type": claim.claim_type.as_str(),
-        "statement": claim.statement,
-        "evidence": claim.evidence.iter().map(|span| json!({
-            "evidence_quote": span.quote,
-            "start_byte": span.start,
-            "end_byte": span.end,
-        })).collect::<Vec<_>>(),
-    })
+fn claim_info(claim: &PlannedClaim) -> PlannedClaimInfo {
+    PlannedClaimInfo {
+        claim_type: claim.claim_type,
+        statement: claim.statement.clone(),
+        evidence: claim
+            .evidence
+            .iter()
+            .map(|span| QuotedSpan {
+                evidence_quote: span.quote.clone(),
+                start_byte: span.start,
+                end_byte: span.end,
+            })
+            .collect(),
+    }
 }
 
 #[cfg(test)]

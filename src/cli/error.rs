@@ -36,6 +36,9 @@ pub enum CliError {
     /// rule it shares with the service (`NO_AMBIENT_CONTEXT`).
     #[error(transparent)]
     Service(#[from] ServiceError),
+    /// `memoree inspect` could not start or stopped.
+    #[error(transparent)]
+    Inspect(#[from] crate::inspect::InspectError),
     /// A malformed `--evidence` locator.
     #[error("{}: {}", ErrorCode::InvalidRequest.prefix(), .0)]
     Evidence(#[from] EvidenceSyntaxError),
@@ -91,18 +94,10 @@ impl CliError {
     pub fn error_body(&self) -> ErrorBody {
         let plain = |code: ErrorCode| ErrorBody::new(code, self.to_string());
         match self {
-            CliError::Client(error) => {
-                let mut body = plain(error.code()).with_retryable(error.retryable());
-                if let Some(hint) = error.hint() {
-                    body = body.with_hint(hint);
-                }
-                match error.details() {
-                    Some(details) => body.with_details(details),
-                    None => body,
-                }
-            }
+            CliError::Client(error) => error.error_body(),
             CliError::Ambient(error) => plain(error.code()),
             CliError::Paths(error) => plain(error.code()),
+            CliError::Inspect(error) => plain(error.code()),
             CliError::Caller(error) => {
                 let body = plain(error.code()).with_retryable(error.retryable());
                 match error.hint() {

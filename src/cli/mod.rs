@@ -13,6 +13,8 @@ mod demo;
 pub mod error;
 pub mod evidence;
 pub mod exit;
+mod inspect;
+mod mcp;
 pub mod output;
 mod request;
 mod serve;
@@ -80,18 +82,22 @@ pub enum Command {
     Verify(cmd::admin::VerifyArgs),
     Reindex(cmd::admin::ReindexArgs),
     Backup(cmd::admin::BackupArgs),
+    Export(cmd::portable::ExportArgs),
+    Import(cmd::portable::ImportArgs),
     /// Run an end-to-end session in a throw-away home and print what happened.
     #[command(after_help = "Example:\n  memoree demo --pretty")]
     Demo,
     /// Run the daemon in the foreground until SIGINT or SIGTERM.
     #[command(after_help = "Example:\n  memoree serve --listen tcp://127.0.0.1:17878")]
     Serve(serve::ServeArgs),
+    Inspect(inspect::InspectArgs),
     /// Show, stop or restart the local daemon.
     #[command(after_help = "Example:\n  memoree daemon status")]
     Daemon {
         #[command(subcommand)]
         command: daemon_cmd::DaemonCommand,
     },
+    Mcp(mcp::McpArgs),
 }
 
 /// What a command produced: one envelope to print, or (for `session exec`) only an exit
@@ -172,9 +178,13 @@ pub(crate) fn dispatch(cli: Cli) -> Outcome {
         Command::Verify(_) => cmd::admin::verify(global).into(),
         Command::Reindex(_) => cmd::admin::reindex(global).into(),
         Command::Backup(args) => cmd::admin::backup(args, global).into(),
+        Command::Export(args) => cmd::portable::export(args, global).into(),
+        Command::Import(args) => cmd::portable::import(args, global).into(),
         Command::Demo => demo::run().into(),
         Command::Serve(args) => Outcome::Exit(serve::run(&args, global.pretty)),
         Command::Daemon { command } => Outcome::Exit(daemon_cmd::run(global, command)),
+        Command::Inspect(args) => Outcome::Exit(inspect::run(&args, global)),
+        Command::Mcp(args) => Outcome::Exit(mcp::run(&args, global)),
     }
 }
 

@@ -50,8 +50,8 @@ impl<I: Serialize> Call<I> {
         self
     }
 
-    #[cfg(test)]
-    pub(crate) fn request_id(&self) -> &RequestId {
+    /// The request's id, for failures before it was sent.
+    pub(crate) fn id(&self) -> &RequestId {
         &self.request.request_id
     }
 
@@ -124,7 +124,7 @@ pub(crate) mod capture {
         CAPTURED.with_borrow_mut(|captured| {
             let captured = captured.as_mut()?;
             captured.push(serde_json::to_value(call.request()).expect("requests serialize"));
-            Some(Response::success(call.request_id().clone(), json!({})))
+            Some(Response::success(call.id().clone(), json!({})))
         })
     }
 }
@@ -179,7 +179,7 @@ mod tests {
             provenance: Default::default(),
             actor: None,
         };
-        assert_ne!(Call::new(put()).request_id(), Call::new(put()).request_id());
+        assert_ne!(Call::new(put()).id(), Call::new(put()).id());
     }
 
     #[test]

@@ -85,6 +85,7 @@ fn the_command_tree_offers_every_wrapper() {
         "memoree verify",
         "memoree reindex",
         "memoree backup create",
+        "memoree inspect",
     ] {
         assert!(paths.iter().any(|p| p == expected), "missing {expected}");
     }
@@ -106,6 +107,9 @@ fn defaults_follow_the_command_table() {
     assert!(Cli::try_parse_from(["memoree", "session", "exec", "--task", "t", "--", "true"]).is_ok());
     assert!(Cli::try_parse_from(["memoree", "init", "--workspace-id", "w"]).is_ok());
     assert!(Cli::try_parse_from(["memoree", "conflict", "list", "--horizon", "galaxy"]).is_err());
+    assert!(Cli::try_parse_from(["memoree", "inspect"]).is_ok());
+    assert!(Cli::try_parse_from(["memoree", "inspect", "--listen", "127.0.0.1:8765", "--open"]).is_ok());
+    assert!(Cli::try_parse_from(["memoree", "inspect", "--write"]).is_err());
 }
 
 /// The request a wrapper builds for `args`, captured instead of sent.

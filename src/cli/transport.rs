@@ -18,8 +18,8 @@ use serde_json::Value;
 use super::GlobalArgs;
 use super::error::CliError;
 use crate::ambient;
-use crate::client::autostart::Autostart;
-use crate::client::socket::SocketClient;
+use crate::client::autostart::{Autostart, Launcher};
+use crate::client::socket::{ClientTimeouts, SocketClient};
 use crate::client::{ClientError, Transport};
 use crate::paths::{Endpoint, Paths};
 use crate::protocol::{AmbientContext, ContextSource, Operation, Request};
@@ -31,19 +31,28 @@ fn env_lookup(name: &str) -> Option<OsString> {
 
 /// The transport for this invocation.
 pub(crate) fn select(global: &GlobalArgs) -> Result<Box<dyn Transport>, ClientError> {
+    select_with(global, ClientTimeouts::default())
+}
+
+/// [`select`] with other client timeouts (operations whose work grows with the store).
+pub(crate) fn select_with(global: &GlobalArgs, timeouts: ClientTimeouts) -> Result<Box<dyn Transport>, ClientError> {
     if let Some(text) = &global.endpoint {
         let endpoint = Endpoint::parse(text).map_err(|e| ClientError::Config(e.to_string()))?;
-        return Ok(Box::new(SocketClient::new(endpoint)));
+        return Ok(Box::new(SocketClient::new(endpoint).with_timeouts(timeouts)));
     }
     let paths = Paths::from_env().map_err(|e| ClientError::Config(e.to_string()))?;
     if global.no_autostart {
-        return Ok(Box::new(SocketClient::new(paths.default_endpoint())));
+        return Ok(Box::new(
+            SocketClient::new(paths.default_endpoint()).with_timeouts(timeouts),
+        ));
     }
-    Ok(Box::new(Autostart::for_paths(&paths)?))
+    let launcher = Launcher::for_paths(&paths)?;
+    let client = SocketClient::new(launcher.endpoint.clone()).with_timeouts(timeouts);
+    Ok(Box::new(Autostart::new(client, launcher)))
 }
 
 /// The ambient context resolved on this machine for an operation that needs one.
-fn resolve(op: Operation) -> Result<(AmbientContext, ContextSource), CliError> {
+pub(crate) fn resolve(op: Operation) -> Result<(AmbientContext, ContextSource), CliError> {
     let paths = Paths::from_env()?;
     let cwd = std::env::current_dir().map_err(|e| CliError::io("cannot read the working directory", e))?;
     let resolution = ambient::resolve(None, &env_lookup, &cwd, &paths.config_file)?;

@@ -20,7 +20,7 @@
 
 mod connection;
 pub mod listener;
-mod memory;
+pub(crate) mod memory;
 pub mod remote;
 pub mod shutdown;
 

@@ -19,6 +19,9 @@ use crate::store::relation::pin_names_artifact;
 pub const BUDGET: &str = "budget";
 pub const PARITY: &str = "citation parity";
 pub const SCOPE: &str = "scope";
+pub const FORBIDDEN: &str = "forbidden";
+pub const FALSE_ANSWER: &str = "false answer";
+pub const EXCERPT_CITATION: &str = "excerpt citation";
 
 fn horizon(case: &Case) -> Horizon {
     match case.horizon.as_str() {
@@ -75,7 +78,10 @@ fn precision_of(relevant: &[String], returned: &BTreeSet<String>) -> f64 {
 struct Judge<'a> {
     case: &'a Case,
     seeded: &'a Seeded,
+    /// Expectation misses (presence, a relevant label, an excerpt), gated by slice.
     failures: Vec<String>,
+    /// Invariant violations, which fail the run whatever the case's gate.
+    violations: Vec<String>,
 }
 
 impl Judge<'_> {
@@ -83,7 +89,7 @@ impl Judge<'_> {
     fn label(&mut self, op: &str, entity_type: &str, entity_id: &Value, revision_id: &Value) -> Option<String> {
         let found = self.seeded.label_of(entity_type, text(entity_id), text(revision_id));
         if found.is_none() {
-            self.failures
+            self.violations
                 .push(format!("{op} returned unseeded {entity_type} {}", text(entity_id)));
         }
         found.map(str::to_owned)
@@ -92,8 +98,15 @@ impl Judge<'_> {
     /// Forbidden labels and labels outside the case's horizon.
     fn admissible(&mut self, op: &str, label: &str) {
         if self.case.forbidden.iter().any(|f| f == label) {
-            self.failures.push(format!("{op} returned forbidden label {label}"));
+            self.violations
+                .push(format!("{FORBIDDEN}: {op} returned forbidden label {label}"));
         }
+        self.in_horizon(op, label);
+    }
+
+    /// Labels outside the case's horizon (near misses may name forbidden labels, never
+    /// invisible ones).
+    fn in_horizon(&mut self, op: &str, label: &str) {
         let Some(owner_scope) = self.seeded.owners.get(label) else {
             return;
         };
@@ -103,7 +116,7 @@ impl Judge<'_> {
             .artifact_id(label)
             .is_some_and(|id| self.case.context.pins.iter().any(|pin| pin_names_artifact(pin, id)));
         if !pinned && !owner_scope.visible_from(&ambient, horizon(self.case)) {
-            self.failures.push(format!(
+            self.violations.push(format!(
                 "{SCOPE}: {op} returned {label} from {} outside the {} horizon",
                 owner_scope.describe(),
                 self.case.horizon
@@ -119,6 +132,7 @@ pub fn evaluate(case: &Case, seeded: &Seeded, transport: &dyn Transport) -> Resu
         case,
         seeded,
         failures: Vec::new(),
+        violations: Vec::new(),
     };
     let (horizon, reason) = (horizon(case), case.reason.clone());
     let recall = RecallInput {
@@ -155,14 +169,7 @@ pub fn evaluate(case: &Case, seeded: &Seeded, transport: &dyn Transport) -> Resu
                         .push(format!("{op} failed: {} {}", error.code.as_str(), error.message));
                 }
             }
-            return Ok(report(
-                case,
-                judge.failures,
-                "error",
-                BTreeSet::new(),
-                BTreeSet::new(),
-                0,
-            ));
+            return Ok(report(case, judge, "error", BTreeSet::new(), BTreeSet::new(), 0));
         }
     };
 
@@ -174,7 +181,7 @@ pub fn evaluate(case: &Case, seeded: &Seeded, transport: &dyn Transport) -> Resu
             .push(format!("presence is {presence}, expected {}", case.presence));
     }
     if recall["searched_horizons"] != json!([case.horizon]) {
-        judge.failures.push(format!(
+        judge.violations.push(format!(
             "searched_horizons is {}, expected [{}]",
             recall["searched_horizons"], case.horizon
         ));
@@ -199,7 +206,12 @@ pub fn evaluate(case: &Case, seeded: &Seeded, transport: &dyn Transport) -> Resu
             artifacts.insert(label);
         }
     }
-    if case.gate == super::Gate::Hard {
+    if case.presence != "claims" && !claims.is_empty() {
+        judge.violations.push(format!(
+            "{FALSE_ANSWER}: recall returned claims {claims:?} for a question memory cannot answer"
+        ));
+    }
+    if case.gate == super::Gate::Hard || case.slice.is_some() {
         for label in case.relevant_claims.iter().filter(|l| !claims.contains(*l)) {
             judge.failures.push(format!("relevant claim {label} is missing"));
         }
@@ -227,11 +239,11 @@ pub fn evaluate(case: &Case, seeded: &Seeded, transport: &dyn Transport) -> Resu
     let empty_ambient = items(&search, "hits").next().is_none() && case.horizon == "ambient";
     if search.get("broaden_hint").is_some_and(Value::is_string) != empty_ambient {
         judge
-            .failures
+            .violations
             .push("search broaden_hint must appear exactly on an empty ambient result".to_owned());
     }
     if recall.get("broaden_hint").is_some() {
-        judge.failures.push("recall must never suggest broadening".to_owned());
+        judge.violations.push("recall must never suggest broadening".to_owned());
     }
     let citations: BTreeSet<&str> = items(&search, "hits").map(|h| text(&h["citation"])).collect();
     for hit in items(&search, "hits") {
@@ -240,15 +252,29 @@ pub fn evaluate(case: &Case, seeded: &Seeded, transport: &dyn Transport) -> Resu
             judge.admissible("search", &label);
         }
     }
+    for (op, result) in [("search", &search), ("memory.recall", &recall)] {
+        for miss in items(result, "near_misses") {
+            let entity_type = text(&miss["entity_type"]).to_owned();
+            if let Some(label) = judge.label(op, &entity_type, &miss["entity_id"], &miss["revision_id"]) {
+                judge.in_horizon(&format!("{op} near_misses"), &label);
+            }
+            if miss["qualification"]["qualified"] != json!(false) {
+                judge.violations.push(format!("{op} reported a qualified near miss"));
+            }
+        }
+    }
+    check_excerpts(&mut judge, &search, &recall);
     let recalled = items(&recall, "claims").chain(items(&recall, "artifact_refs"));
     for citation in recalled.map(|item| text(&item["citation"])) {
         if !citations.contains(citation) {
             judge
-                .failures
+                .violations
                 .push(format!("{PARITY}: recall citation {citation} is not a search citation"));
         }
     }
-    check_evidence(&mut judge, &recall, transport)?;
+    let mut contents = Contents::default();
+    check_evidence(&mut judge, &recall, transport, &mut contents)?;
+    check_excerpt_citations(&mut judge, &[&search, &recall, &bundle], transport, &mut contents)?;
 
     // Context bundle: budget, labels, evidence citations in the Markdown.
     let used = bundle["used_bytes"].as_u64().unwrap_or(u64::MAX);
@@ -257,7 +283,7 @@ pub fn evaluate(case: &Case, seeded: &Seeded, transport: &dyn Transport) -> Resu
         || bundle["max_bytes"].as_u64() != Some(case.max_context_bytes as u64)
         || markdown.len() as u64 != used
     {
-        judge.failures.push(format!(
+        judge.violations.push(format!(
             "{BUDGET}: used {used} bytes ({} rendered) of max_bytes {} (requested {})",
             markdown.len(),
             bundle["max_bytes"],
@@ -281,37 +307,189 @@ pub fn evaluate(case: &Case, seeded: &Seeded, transport: &dyn Transport) -> Resu
                 }
                 if !markdown.contains(&citation) {
                     judge
-                        .failures
+                        .violations
                         .push(format!("rendered Markdown lacks evidence citation {citation}"));
                 }
             }
         }
     }
-    Ok(report(case, judge.failures, &presence, claims, artifacts, used))
+    Ok(report(case, judge, &presence, claims, artifacts, used))
 }
 
-/// Every evidence reference resolves by exact get, its span lies inside the revision, and
-/// its preview equals the cited bytes (or a prefix of them when truncated).
-fn check_evidence(judge: &mut Judge<'_>, recall: &Value, transport: &dyn Transport) -> Result<(), EvalError> {
-    let mut contents: HashMap<(String, String), Option<Vec<u8>>> = HashMap::new();
-    for reference in items(recall, "claims").flat_map(|c| items(c, "evidence")) {
-        let key = (
-            text(&reference["artifact_id"]).to_owned(),
-            text(&reference["revision_id"]).to_owned(),
-        );
-        if !contents.contains_key(&key) {
+/// Artifact revision contents fetched by exact get, once each.
+#[derive(Default)]
+struct Contents(HashMap<(String, String), Option<Vec<u8>>>);
+
+impl Contents {
+    fn get(&mut self, transport: &dyn Transport, artifact: &str, revision: &str) -> Result<Option<&[u8]>, EvalError> {
+        let key = (artifact.to_owned(), revision.to_owned());
+        if !self.0.contains_key(&key) {
             let get = ArtifactGetInput {
-                revision_id: Some(key.1.as_str().into()),
-                ..ArtifactGetInput::current(key.0.as_str())
+                revision_id: Some(revision.into()),
+                ..ArtifactGetInput::current(artifact)
             };
             let bytes = exchange(transport, &Request::new("eval-evidence", get))?
                 .ok()
                 .and_then(|record| decode(&record["content"]));
-            contents.insert(key.clone(), bytes);
+            self.0.insert(key.clone(), bytes);
         }
-        let Some(bytes) = contents[&key].as_ref() else {
+        Ok(self.0[&key].as_deref())
+    }
+}
+
+/// `memoree://artifact/ID@REV#START-END` → its parts.
+fn parse_excerpt_citation(citation: &str) -> Option<(&str, &str, usize, usize)> {
+    let rest = citation.strip_prefix("memoree://artifact/")?;
+    let (artifact, rest) = rest.split_once('@')?;
+    let (revision, span) = rest.split_once('#')?;
+    let (start, end) = span.split_once('-')?;
+    Some((artifact, revision, start.parse().ok()?, end.parse().ok()?))
+}
+
+/// Whether `excerpt` shows exactly `content[start..end]`: equal, or equal once the
+/// ellipses marking left-out text at either end and the match highlights are removed
+/// (a window whose source holds highlight characters itself is never highlighted).
+pub fn excerpt_round_trips(excerpt: &str, content: &[u8], start: usize, end: usize) -> bool {
+    use crate::retrieval::snippet::{ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN};
+    if start >= end || end > content.len() {
+        return false;
+    }
+    let Ok(cited) = std::str::from_utf8(&content[start..end]) else {
+        return false;
+    };
+    if excerpt == cited {
+        return true;
+    }
+    let mut body = excerpt;
+    if start > 0 {
+        let Some(rest) = body.strip_prefix(ELLIPSIS) else {
+            return false;
+        };
+        body = rest;
+    }
+    if end < content.len() {
+        let Some(rest) = body.strip_suffix(ELLIPSIS) else {
+            return false;
+        };
+        body = rest;
+    }
+    if cited.contains(HIGHLIGHT_OPEN) || cited.contains(HIGHLIGHT_CLOSE) {
+        return body == cited;
+    }
+    body.replace(
+        [
+            HIGHLIGHT_OPEN.chars().next().unwrap_or_default(),
+            HIGHLIGHT_CLOSE.chars().next().unwrap_or_default(),
+        ],
+        "",
+    ) == cited
+}
+
+/// Every `excerpt_citation` in search hits, near misses, recall references, evidence and
+/// the bundle manifest names existing bytes, and (where the excerpt is at hand) exactly
+/// the excerpt's bytes.
+fn check_excerpt_citations(
+    judge: &mut Judge<'_>,
+    results: &[&Value],
+    transport: &dyn Transport,
+    contents: &mut Contents,
+) -> Result<(), EvalError> {
+    let mut shown: Vec<(String, Option<String>)> = Vec::new();
+    let (search, recall, bundle) = (results[0], results[1], results[2]);
+    for item in items(search, "hits")
+        .chain(items(search, "near_misses"))
+        .chain(items(recall, "artifact_refs"))
+        .chain(items(recall, "near_misses"))
+        .chain(items(recall, "claims").flat_map(|c| items(c, "evidence")))
+    {
+        if let Some(citation) = item["excerpt_citation"].as_str() {
+            shown.push((citation.to_owned(), item["excerpt"].as_str().map(str::to_owned)));
+        } else if item["entity_type"] == json!("artifact") && !text(&item["excerpt"]).is_empty() {
+            judge.violations.push(format!(
+                "{EXCERPT_CITATION}: an artifact excerpt of {} has no citation",
+                text(&item["citation"])
+            ));
+        }
+    }
+    for item in items(bundle, "manifest") {
+        if let Some(citation) = item["excerpt_citation"].as_str() {
+            shown.push((citation.to_owned(), None));
+        }
+    }
+    for (citation, excerpt) in shown {
+        let Some((artifact, revision, start, end)) = parse_excerpt_citation(&citation) else {
             judge
+                .violations
+                .push(format!("{EXCERPT_CITATION}: {citation} does not parse"));
+            continue;
+        };
+        let Some(bytes) = contents.get(transport, artifact, revision)? else {
+            judge
+                .violations
+                .push(format!("{EXCERPT_CITATION}: {citation} does not resolve"));
+            continue;
+        };
+        let exact = match &excerpt {
+            Some(excerpt) => excerpt_round_trips(excerpt, bytes, start, end),
+            None => start < end && end <= bytes.len(),
+        };
+        if !exact {
+            judge.violations.push(format!(
+                "{EXCERPT_CITATION}: {citation} does not round-trip to its excerpt"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The case's excerpt expectations: the labelled artifact's search hit (and recall
+/// reference, when returned) shows the given text.
+fn check_excerpts(judge: &mut Judge<'_>, search: &Value, recall: &Value) {
+    use crate::retrieval::snippet::{HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN};
+    let plain = |s: &str| s.replace(HIGHLIGHT_OPEN, "").replace(HIGHLIGHT_CLOSE, "");
+    for (label, needle) in &judge.case.excerpts.clone() {
+        let Some(id) = judge.seeded.artifact_id(label).map(str::to_owned) else {
+            continue;
+        };
+        let hit = items(search, "hits").find(|h| text(&h["entity_id"]) == id);
+        match hit {
+            Some(hit) if plain(text(&hit["excerpt"])).contains(needle.as_str()) => {}
+            Some(hit) => judge.failures.push(format!(
+                "the search excerpt of {label} does not show {needle:?}: {:?}",
+                text(&hit["excerpt"])
+            )),
+            None => judge
                 .failures
+                .push(format!("search did not return {label} to show {needle:?}")),
+        }
+        if let Some(reference) = items(recall, "artifact_refs").find(|r| text(&r["artifact_id"]) == id)
+            && !plain(text(&reference["excerpt"])).contains(needle.as_str())
+        {
+            judge.failures.push(format!(
+                "the recall excerpt of {label} does not show {needle:?}: {:?}",
+                text(&reference["excerpt"])
+            ));
+        }
+    }
+}
+
+/// Every evidence reference resolves by exact get, its span lies inside the revision, and
+/// its preview equals the cited bytes (or a prefix of them when truncated).
+fn check_evidence(
+    judge: &mut Judge<'_>,
+    recall: &Value,
+    transport: &dyn Transport,
+    contents: &mut Contents,
+) -> Result<(), EvalError> {
+    for reference in items(recall, "claims").flat_map(|c| items(c, "evidence")) {
+        let Some(bytes) = contents.get(
+            transport,
+            text(&reference["artifact_id"]),
+            text(&reference["revision_id"]),
+        )?
+        else {
+            judge
+                .violations
                 .push(format!("evidence {} does not resolve", text(&reference["citation"])));
             continue;
         };
@@ -320,7 +498,7 @@ fn check_evidence(judge: &mut Judge<'_>, recall: &Value, transport: &dyn Transpo
             (None, None) => None,
             _ => {
                 judge
-                    .failures
+                    .violations
                     .push(format!("evidence {} has half a span", text(&reference["citation"])));
                 continue;
             }
@@ -328,20 +506,26 @@ fn check_evidence(judge: &mut Judge<'_>, recall: &Value, transport: &dyn Transpo
         let (start, end) = span.unwrap_or((0, bytes.len()));
         if start > end || end > bytes.len() || (span.is_some() && start == end) {
             judge
-                .failures
+                .violations
                 .push(format!("evidence {} is out of bounds", text(&reference["citation"])));
             continue;
         }
         if let Some(excerpt) = reference["excerpt"].as_str() {
             let cited = String::from_utf8_lossy(&bytes[start..end]);
             let truncated = reference["excerpt_truncated"].as_bool() == Some(true);
+            // A truncated preview is a window inside the cited bytes; its own
+            // excerpt_citation (checked separately) names exactly where.
+            let inside = match reference["excerpt_citation"].as_str().and_then(parse_excerpt_citation) {
+                Some((_, _, from, to)) => start <= from && to <= end,
+                None => cited.starts_with(excerpt),
+            };
             let exact = if truncated {
-                cited.starts_with(excerpt) && excerpt.len() <= judge.case.max_excerpt_bytes
+                inside && cited.contains(excerpt) && excerpt.len() <= judge.case.max_excerpt_bytes
             } else {
                 cited == excerpt
             };
             if !exact {
-                judge.failures.push(format!(
+                judge.violations.push(format!(
                     "evidence excerpt of {} does not round-trip to the cited bytes",
                     text(&reference["citation"])
                 ));
@@ -362,7 +546,7 @@ fn decode(content: &Value) -> Option<Vec<u8>> {
 
 fn report(
     case: &Case,
-    failures: Vec<String>,
+    judge: Judge<'_>,
     presence: &str,
     claims: BTreeSet<String>,
     artifacts: BTreeSet<String>,
@@ -371,6 +555,7 @@ fn report(
     CaseReport {
         case_id: case.id.clone(),
         gate: case.gate,
+        slice: case.slice,
         presence: presence.to_owned(),
         claim_recall: recall_of(&case.relevant_claims, &claims),
         claim_precision: precision_of(&case.relevant_claims, &claims),
@@ -380,6 +565,7 @@ fn report(
         returned_artifacts: artifacts.into_iter().collect(),
         context_used_bytes: used,
         context_max_bytes: case.max_context_bytes as u64,
-        failures,
+        failures: judge.failures,
+        violations: judge.violations,
     }
 }

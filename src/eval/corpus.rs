@@ -67,6 +67,23 @@ pub struct ArtifactSeed {
     /// Appended after the repeated text (evidence deep inside a long document).
     #[serde(default)]
     pub tail: Option<String>,
+    /// The text as consecutive sections, each repeated `repeat` times (long documents with
+    /// a needle between boilerplate); exclusive with `text` and `base64`.
+    #[serde(default)]
+    pub sections: Option<Vec<Section>>,
+}
+
+/// One section of a long document.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Section {
+    pub text: String,
+    #[serde(default = "one")]
+    pub repeat: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 fn default_media_type() -> String {
@@ -76,6 +93,9 @@ fn default_media_type() -> String {
 impl ArtifactSeed {
     /// The full text content, when the artifact is text.
     pub fn full_text(&self) -> Option<String> {
+        if let Some(sections) = &self.sections {
+            return Some(sections.iter().map(|s| s.text.repeat(s.repeat)).collect());
+        }
         let text = self.text.as_ref()?;
         let mut full = text.repeat(self.repeat_text.unwrap_or(1));
         if let Some(tail) = &self.tail {
@@ -203,6 +223,78 @@ pub struct Case {
     pub conflicts: Vec<[String; 2]>,
     #[serde(default)]
     pub gate: Gate,
+    /// The slice of a v2 corpus the case belongs to (see [`Slice`]).
+    #[serde(default)]
+    pub slice: Option<Slice>,
+    /// Artifact label → text its excerpt must show (search hit and recall reference).
+    #[serde(default)]
+    pub excerpts: BTreeMap<String, String>,
+}
+
+/// The slices of a v2 corpus, each with its pass requirement.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Slice {
+    ExactIdentifier,
+    Lexical,
+    Inflection,
+    Typo,
+    Paraphrase,
+    HonestNone,
+    LongDocument,
+    Decoy,
+    Scope,
+    Temporal,
+    Conflict,
+    Broadening,
+}
+
+impl Slice {
+    pub const ALL: [Slice; 12] = [
+        Slice::ExactIdentifier,
+        Slice::Lexical,
+        Slice::Inflection,
+        Slice::Typo,
+        Slice::Paraphrase,
+        Slice::HonestNone,
+        Slice::LongDocument,
+        Slice::Decoy,
+        Slice::Scope,
+        Slice::Temporal,
+        Slice::Conflict,
+        Slice::Broadening,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Slice::ExactIdentifier => "exact_identifier",
+            Slice::Lexical => "lexical",
+            Slice::Inflection => "inflection",
+            Slice::Typo => "typo",
+            Slice::Paraphrase => "paraphrase",
+            Slice::HonestNone => "honest_none",
+            Slice::LongDocument => "long_document",
+            Slice::Decoy => "decoy",
+            Slice::Scope => "scope",
+            Slice::Temporal => "temporal",
+            Slice::Conflict => "conflict",
+            Slice::Broadening => "broadening",
+        }
+    }
+
+    /// The share of the slice's cases that must pass (`None`: reported only). Whatever
+    /// the slice, a violation (false answer, forbidden label, scope, parity, budget, an
+    /// excerpt citation that does not round-trip) fails the run.
+    pub fn required_pass_rate(self) -> Option<f64> {
+        match self {
+            // Paraphrases need words memory does not use. Decoy, temporal and broadening
+            // cases are judged by their forbidden labels and horizons (violations, always
+            // hard); their relevance expectations are reported.
+            Slice::Paraphrase | Slice::Decoy | Slice::Temporal | Slice::Broadening => None,
+            Slice::Typo => Some(0.9),
+            _ => Some(1.0),
+        }
+    }
 }
 
 /// Macro metrics a run must not fall below (minus `epsilon`).
@@ -330,12 +422,27 @@ impl Corpus {
                     case.id, case.presence
                 )));
             }
+            if self.version != "v1" {
+                if case.slice.is_none() {
+                    return Err(EvalError::Corpus(format!(
+                        "case {}: a {} case needs a slice",
+                        case.id, self.version
+                    )));
+                }
+                if case.forbidden.is_empty() {
+                    return Err(EvalError::Corpus(format!(
+                        "case {}: a {} case names forbidden labels",
+                        case.id, self.version
+                    )));
+                }
+            }
             let named = case
                 .relevant_claims
                 .iter()
                 .chain(&case.relevant_artifacts)
                 .chain(&case.forbidden)
-                .chain(case.conflicts.iter().flatten());
+                .chain(case.conflicts.iter().flatten())
+                .chain(case.excerpts.keys());
             for label in named {
                 if !labels.contains_key(label.as_str()) {
                     return Err(EvalError::Corpus(format!("case {}: unknown label {label}", case.id)));

@@ -9,7 +9,7 @@
 
 mod checks;
 pub mod corpus;
-mod seed;
+pub mod seed;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -20,7 +20,8 @@ use crate::client::Transport;
 use crate::service::InProcess;
 use crate::service::Service;
 
-pub use corpus::{Case, Corpus, Gate};
+pub use checks::excerpt_round_trips;
+pub use corpus::{Case, Corpus, Gate, Slice};
 
 /// Why an evaluation could not run at all (as opposed to a case failing).
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +42,7 @@ pub enum EvalError {
 pub struct CaseReport {
     pub case_id: String,
     pub gate: Gate,
+    pub slice: Option<Slice>,
     pub presence: String,
     pub returned_claims: Vec<String>,
     pub returned_artifacts: Vec<String>,
@@ -50,8 +52,41 @@ pub struct CaseReport {
     pub artifact_precision: f64,
     pub context_used_bytes: u64,
     pub context_max_bytes: u64,
-    /// Hard-invariant violations and judgement misses, one sentence each.
+    /// Judgement misses (presence, relevant labels, excerpts), one sentence each; gated by
+    /// the case's gate or slice.
     pub failures: Vec<String>,
+    /// Invariant violations (false answers, forbidden or out-of-horizon labels, parity,
+    /// budget, excerpt citations): any one fails the run.
+    pub violations: Vec<String>,
+}
+
+impl CaseReport {
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty() && self.violations.is_empty()
+    }
+}
+
+/// Pass counts of one slice against its requirement.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SliceReport {
+    pub slice: Slice,
+    pub cases: usize,
+    pub passed: usize,
+    pub required_rate: Option<f64>,
+}
+
+impl SliceReport {
+    pub fn rate(&self) -> f64 {
+        if self.cases == 0 {
+            1.0
+        } else {
+            self.passed as f64 / self.cases as f64
+        }
+    }
+
+    pub fn meets_requirement(&self) -> bool {
+        self.required_rate.is_none_or(|r| self.rate() + 1e-9 >= r)
+    }
 }
 
 /// Macro metrics: means over cases (recall only where defined; an empty mean is 1.0).
@@ -72,6 +107,10 @@ pub struct Report {
     pub budget_violations: usize,
     pub citation_parity_violations: usize,
     pub scope_violations: usize,
+    pub false_answers: usize,
+    pub forbidden_returned: usize,
+    pub excerpt_citation_violations: usize,
+    pub slices: Vec<SliceReport>,
     pub regressions: Vec<String>,
     pub hard_failures: usize,
     pub passed: bool,
@@ -139,20 +178,40 @@ fn summarize(corpus: &Corpus, cases: Vec<CaseReport>) -> Report {
     let count = |tag: &str| {
         cases
             .iter()
-            .flat_map(|c| &c.failures)
+            .flat_map(|c| &c.violations)
             .filter(|f| f.starts_with(tag))
             .count()
     };
-    let hard_failures = cases
+    let slices: Vec<SliceReport> = Slice::ALL
         .iter()
-        .filter(|c| c.gate == Gate::Hard)
+        .map(|&slice| {
+            let members: Vec<&CaseReport> = cases.iter().filter(|c| c.slice == Some(slice)).collect();
+            SliceReport {
+                slice,
+                cases: members.len(),
+                passed: members.iter().filter(|c| c.passed()).count(),
+                required_rate: slice.required_pass_rate(),
+            }
+        })
+        .filter(|s| s.cases > 0)
+        .collect();
+    let violations: usize = cases.iter().map(|c| c.violations.len()).sum();
+    let unsliced_failures: usize = cases
+        .iter()
+        .filter(|c| c.slice.is_none() && c.gate == Gate::Hard)
         .map(|c| c.failures.len())
         .sum();
+    let short_slices = slices.iter().filter(|s| !s.meets_requirement()).count();
+    let hard_failures = violations + unsliced_failures + short_slices;
     Report {
         corpus_version: corpus.version.clone(),
         budget_violations: count(checks::BUDGET),
         citation_parity_violations: count(checks::PARITY),
         scope_violations: count(checks::SCOPE),
+        false_answers: count(checks::FALSE_ANSWER),
+        forbidden_returned: count(checks::FORBIDDEN),
+        excerpt_citation_violations: count(checks::EXCERPT_CITATION),
+        slices,
         passed: hard_failures == 0 && regressions.is_empty(),
         hard_failures,
         regressions,
@@ -175,6 +234,8 @@ impl Report {
                 json!({
                     "case_id": c.case_id,
                     "gate": c.gate.as_str(),
+                    "slice": c.slice.map(Slice::as_str),
+                    "violations": c.violations,
                     "presence": c.presence,
                     "returned_claims": c.returned_claims,
                     "returned_artifacts": c.returned_artifacts,
@@ -196,12 +257,27 @@ impl Report {
         aggregate.insert("budget_violations", json!(self.budget_violations));
         aggregate.insert("citation_parity_violations", json!(self.citation_parity_violations));
         aggregate.insert("scope_violations", json!(self.scope_violations));
+        aggregate.insert("false_answers", json!(self.false_answers));
+        aggregate.insert("forbidden_labels_returned", json!(self.forbidden_returned));
+        aggregate.insert("excerpt_citation_violations", json!(self.excerpt_citation_violations));
+        let slices: BTreeMap<&str, Value> = self
+            .slices
+            .iter()
+            .map(|s| {
+                (
+                    s.slice.as_str(),
+                    json!({"cases": s.cases, "passed": s.passed, "rate": round(s.rate()),
+                           "required_rate": s.required_rate, "meets_requirement": s.meets_requirement()}),
+                )
+            })
+            .collect();
         json!({
             "schema_version": corpus::SCHEMA_VERSION,
             "corpus_version": self.corpus_version,
             "isolated_temporary_store": true,
             "cases": cases,
             "aggregate": aggregate,
+            "slices": slices,
             "baseline": {"regressions": self.regressions},
             "hard_failures": self.hard_failures,
             "passed": self.passed,

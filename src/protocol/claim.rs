@@ -24,9 +24,9 @@ crate::wire_enum! {
     /// current revision, and is never stored.
     pub enum ClaimStatus {
         Active = "active",
+        Conflicted = "conflicted",
         Superseded = "superseded",
         Retracted = "retracted",
-        Conflicted = "conflicted",
     }
 }
 

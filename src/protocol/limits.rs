@@ -37,6 +37,8 @@ pub const MAX_HISTORY_ITEMS: usize = 100;
 pub const MAX_RELATION_LIST_ITEMS: usize = 100;
 /// Conflict cases per page.
 pub const MAX_CONFLICT_LIST_ITEMS: usize = 100;
+/// Items per page of the browsing extensions (`artifact.list`, `claim.list`, `event.list`).
+pub const MAX_BROWSE_ITEMS: usize = 100;
 /// Artifact kind bytes.
 pub const MAX_KIND_BYTES: usize = 128;
 /// Media type bytes.

@@ -9,6 +9,7 @@
 
 pub mod admin;
 pub mod artifact;
+pub mod browse;
 pub mod claim;
 pub mod document;
 mod envelope;
@@ -18,6 +19,7 @@ pub mod limits;
 pub mod local;
 pub mod meta;
 mod op;
+pub mod purge;
 pub mod relation;
 pub mod retrieval;
 pub mod schema;

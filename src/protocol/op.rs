@@ -1,4 +1,5 @@
-//! The 23 protocol v1 operations, their dotted wire names and their classes.
+//! The 23 protocol v1 operations plus Memoree's extensions (`reindex`, `artifact.purge`,
+//! `claim.purge`, `import`), their dotted wire names and their classes.
 //!
 //! Classes decide envelope rules in the service: mutations need an idempotency key and ambient
 //! context, horizon operations parse their input early to read the horizon, and context-free
@@ -34,6 +35,18 @@ crate::wire_enum! {
         /// Rebuilds the derived FTS projection from authoritative revisions. An extension to
         /// the reference's 23 operations (see `spec/v1/DIVERGENCES.md`).
         Reindex = "reindex",
+        /// Lists current artifacts visible at a horizon. A read-only browsing extension, like
+        /// `claim.list` and `event.list` (see `spec/v1/DIVERGENCES.md`).
+        ArtifactList = "artifact.list",
+        ClaimList = "claim.list",
+        EventList = "event.list",
+        /// Erases the content of every revision of an artifact, leaving a tombstone. An
+        /// extension (see `spec/v1/DIVERGENCES.md`).
+        ArtifactPurge = "artifact.purge",
+        /// Erases the statement of every revision of a claim, leaving a tombstone. An extension.
+        ClaimPurge = "claim.purge",
+        /// Replays a portable export archive into the store. An extension.
+        Import = "import",
     }
 }
 
@@ -50,7 +63,16 @@ impl Operation {
 
     /// Whether this is one of the 23 operations of protocol v1 (not an extension).
     pub fn is_protocol_v1(self) -> bool {
-        !matches!(self, Operation::Reindex)
+        !matches!(
+            self,
+            Operation::Reindex
+                | Operation::ArtifactList
+                | Operation::ClaimList
+                | Operation::EventList
+                | Operation::ArtifactPurge
+                | Operation::ClaimPurge
+                | Operation::Import
+        )
     }
 
     /// Logical memory mutations: they need an idempotency key and ambient context, and
@@ -65,12 +87,14 @@ impl Operation {
                 | Operation::ClaimRevise
                 | Operation::ClaimRetract
                 | Operation::RelationPut
+                | Operation::ArtifactPurge
+                | Operation::ClaimPurge
         )
     }
 
     /// Operations with a side effect outside logical memory (no idempotency record).
     pub fn is_side_effecting(self) -> bool {
-        self.is_mutating() || matches!(self, Operation::BackupCreate | Operation::Reindex)
+        self.is_mutating() || matches!(self, Operation::BackupCreate | Operation::Reindex | Operation::Import)
     }
 
     /// Operations that require an ambient context.
@@ -84,6 +108,9 @@ impl Operation {
                     | Operation::Search
                     | Operation::MemoryRecall
                     | Operation::ContextBuild
+                    | Operation::ArtifactList
+                    | Operation::ClaimList
+                    | Operation::EventList
             )
     }
 
@@ -96,6 +123,9 @@ impl Operation {
                 | Operation::Search
                 | Operation::MemoryRecall
                 | Operation::ContextBuild
+                | Operation::ArtifactList
+                | Operation::ClaimList
+                | Operation::EventList
         )
     }
 }
@@ -106,7 +136,7 @@ mod tests {
 
     #[test]
     fn wire_names_round_trip_through_serde() {
-        assert_eq!(Operation::ALL.len(), 24);
+        assert_eq!(Operation::ALL.len(), 30);
         for op in Operation::ALL {
             let json = serde_json::to_value(op).unwrap();
             assert_eq!(json, serde_json::Value::String(op.wire_name().to_owned()));
@@ -115,7 +145,10 @@ mod tests {
     }
 
     #[test]
-    fn exactly_seven_operations_mutate() {
-        assert_eq!(Operation::ALL.iter().filter(|op| op.is_mutating()).count(), 7);
+    fn exactly_seven_protocol_operations_mutate_and_the_purge_extensions_too() {
+        let v1 = Operation::ALL.iter().filter(|op| op.is_protocol_v1());
+        assert_eq!(v1.filter(|op| op.is_mutating()).count(), 7);
+        assert!(Operation::ArtifactPurge.is_mutating() && Operation::ClaimPurge.is_mutating());
+        assert!(!Operation::Import.is_mutating() && Operation::Import.is_side_effecting());
     }
 }

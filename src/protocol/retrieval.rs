@@ -204,6 +204,79 @@ pub struct SearchRanking {
     pub effective_at_basis: Label,
     pub evaluated_at: String,
     pub decay_class: Label,
+    /// Why this hit qualified (an extension of v1).
+    pub qualification: QualificationInfo,
+    /// Citations of near-identical claims collapsed onto this one (an extension of v1).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub collapsed_duplicates: Vec<String>,
+}
+
+/// One content unit of the analysed query.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QueryUnit {
+    /// As written (quotes removed).
+    pub unit: String,
+    /// `word`, `compound`, `identifier`, `number` or `phrase`.
+    pub kind: Label,
+    /// 2 distinctive, 1 ordinary, 0.5 generic.
+    pub weight: f64,
+    pub generic: bool,
+}
+
+/// How one unit matched a hit.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UnitMatchInfo {
+    pub unit: String,
+    /// `exact`, `inflection`, `fuzzy`, `prefix` or `abbreviation`.
+    pub how: Label,
+    /// The word of the hit that matched (the first word of a phrase).
+    pub term: String,
+}
+
+/// The disclosed qualification of a hit or near miss.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QualificationInfo {
+    pub policy_version: Label,
+    pub qualified: bool,
+    pub units: Vec<QueryUnit>,
+    pub required_weight: f64,
+    pub matched_weight: f64,
+    pub matched: Vec<UnitMatchInfo>,
+    /// Why a near miss did not qualify: `no_unit_matched`, `too_few_units`,
+    /// `generic_unit_alone` or `corrected_only` (every matched unit was a correction while
+    /// other hits matched units as written).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shortfall: Option<Label>,
+}
+
+/// The query as the qualification policy read it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QueryAnalysis {
+    pub policy_version: Label,
+    pub units: Vec<QueryUnit>,
+    /// Function and question words that count for nothing on their own.
+    pub ignored_words: Vec<String>,
+    pub question: bool,
+    /// Every word was a function word; those words were searched instead, all required.
+    pub stop_words_only: bool,
+    pub required_weight: f64,
+    /// How to reword when nothing qualified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advice: Option<String>,
+}
+
+/// A lexical candidate that did not qualify: never a hit and never counted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NearMiss {
+    pub entity_type: EntityType,
+    pub entity_id: String,
+    pub revision_id: RevisionId,
+    pub citation: String,
+    pub title: String,
+    pub excerpt: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excerpt_citation: Option<String>,
+    pub qualification: QualificationInfo,
 }
 
 /// The currentness details the server builds as a claim hit's `provenance`.
@@ -232,6 +305,9 @@ pub struct SearchHit {
     pub status: EntityStatus,
     pub title: String,
     pub excerpt: String,
+    /// The exact source bytes the excerpt shows (artifacts with text only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excerpt_citation: Option<String>,
     pub citation: String,
     pub context: AmbientContext,
     pub score: f64,
@@ -252,6 +328,9 @@ pub struct SearchResult {
     pub refine_hint: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub broaden_hint: Option<String>,
+    pub query_analysis: QueryAnalysis,
+    /// Candidates that matched some units but did not qualify.
+    pub near_misses: Vec<NearMiss>,
 }
 
 /// One open contradiction: `left_id` is the relation's source claim, `right_id` its target.
@@ -294,6 +373,9 @@ pub struct RecallEvidenceReference {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub excerpt: Option<String>,
     pub excerpt_truncated: bool,
+    /// The exact bytes of the excerpt, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excerpt_citation: Option<String>,
 }
 
 /// A current claim that matched; not a truth score.
@@ -309,6 +391,9 @@ pub struct RecallClaim {
     pub conflict_relation_ids: Vec<RelationId>,
     pub score: f64,
     pub matched_by: Vec<Label>,
+    pub qualification: QualificationInfo,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub collapsed_duplicates: Vec<String>,
 }
 
 /// A bounded reference to matching source material.
@@ -321,9 +406,12 @@ pub struct RecallArtifactReference {
     pub status: EntityStatus,
     pub excerpt: String,
     pub excerpt_truncated: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excerpt_citation: Option<String>,
     pub score: f64,
     pub matched_by: Vec<Label>,
     pub risk_signals: Vec<Label>,
+    pub qualification: QualificationInfo,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -341,6 +429,9 @@ pub struct RecallResult {
     pub claims_refine_hint: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact_refs_refine_hint: Option<String>,
+    pub query_analysis: QueryAnalysis,
+    /// Candidates that matched some units but did not qualify (never counted in presence).
+    pub near_misses: Vec<NearMiss>,
 }
 
 /// What the bundle included for one retrieved hit.
@@ -360,6 +451,9 @@ pub struct BundleManifestItem {
     pub included_bytes: usize,
     pub excerpt_available: bool,
     pub excerpt_truncated: bool,
+    /// The exact source bytes of the hit's excerpt (artifacts with text only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excerpt_citation: Option<String>,
     /// Why the item is in the bundle, e.g. `retrieved by fts5_bm25 + bounded_recency_v1`.
     pub reason: String,
 }
@@ -382,6 +476,7 @@ pub struct ContextBundle {
     /// Hits left out by the byte budget, and nothing else.
     pub omitted_count: usize,
     pub conflicts: Vec<ConflictSummary>,
+    pub query_analysis: QueryAnalysis,
 }
 
 #[cfg(test)]

@@ -93,6 +93,12 @@ fn sources(op: Operation) -> OperationSources {
         Operation::Verify => op_sources!("verify"),
         Operation::BackupCreate => op_sources!("backup.create"),
         Operation::Reindex => op_sources!("reindex"),
+        Operation::ArtifactList => op_sources!("artifact.list"),
+        Operation::ClaimList => op_sources!("claim.list"),
+        Operation::EventList => op_sources!("event.list"),
+        Operation::ArtifactPurge => op_sources!("artifact.purge"),
+        Operation::ClaimPurge => op_sources!("claim.purge"),
+        Operation::Import => op_sources!("import"),
     }
 }
 
@@ -156,6 +162,22 @@ fn op_index(op: Operation) -> usize {
 /// The `schema` operation result: every schema of protocol v1 as independent roots.
 pub fn bundle() -> &'static Value {
     &BUNDLE
+}
+
+/// The text of `op`'s input schema file (`inputs/<op>.json`), for derived schemas such as
+/// the MCP tools', without building the whole [`bundle`].
+pub fn input_schema_text(op: Operation) -> &'static str {
+    sources(op).input
+}
+
+/// The text of `op`'s result schema file (`results/<op>.json`).
+pub fn result_schema_text(op: Operation) -> &'static str {
+    sources(op).result
+}
+
+/// The text of the request envelope schema (`request.json`).
+pub fn request_schema_text() -> &'static str {
+    REQUEST_SOURCE
 }
 
 /// Checks a request envelope's shape. `input` is not inspected; see [`validate_input`].

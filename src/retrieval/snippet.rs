@@ -23,12 +23,32 @@ const DISTINCT_HIT_SCORE: usize = 1000;
 const SENTENCE_START_BONUS: usize = 100;
 const BODY_START_BONUS: usize = 120;
 
-/// One occurrence of a query phrase in the body, in word positions.
-#[derive(Clone, Copy)]
-struct Instance {
-    position: usize,
-    phrase: usize,
-    len: usize,
+/// One occurrence of a query phrase (or content unit) in the body, in word positions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Instance {
+    /// Index of the first word.
+    pub position: usize,
+    /// Which phrase or unit matched.
+    pub phrase: usize,
+    /// Words covered.
+    pub len: usize,
+}
+
+/// An excerpt and the source bytes `[start, end)` it shows: the excerpt is exactly
+/// `body[start..end]` with `‹…›` around matches and [`ELLIPSIS`] before (when `start > 0`)
+/// and after (when `end < body.len()`). A window whose source holds `‹` or `›` itself is
+/// shown without highlights, so the round trip stays exact.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Excerpt {
+    pub text: String,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// The weight of one unit in window scoring: a distinct unit of weight 1 scores
+/// [`DISTINCT_HIT_SCORE`]; weights are in those units.
+pub fn unit_score(weight: f64) -> usize {
+    (weight * DISTINCT_HIT_SCORE as f64).round() as usize
 }
 
 /// The best excerpt of at most `max_tokens` words (capped at 64) of `body` for the query
@@ -41,35 +61,97 @@ struct Instance {
 /// same hits. Without any match the result is the start of the body. An empty body, or
 /// `max_tokens == 0`, gives `""`.
 pub fn snippet(body: &str, tokens: &[String], max_tokens: usize) -> String {
-    let window = max_tokens.min(MAX_SNIPPET_TOKENS);
-    if body.is_empty() || window == 0 {
-        return String::new();
-    }
     let words = word_spans(body);
     let instances = find_instances(body, &words, tokens);
-    let start = best_window_start(body, &words, &instances, tokens.len(), window);
-    highlight(body, &words, &instances, start, window)
+    let scores = vec![DISTINCT_HIT_SCORE; tokens.len()];
+    window_excerpt(body, &words, &instances, &scores, max_tokens).text
 }
 
-/// Byte ranges of the words of `text`: maximal runs of alphanumeric characters.
-fn word_spans(text: &str) -> Vec<(usize, usize)> {
-    let mut spans = Vec::new();
-    let mut start = None;
-    for (offset, c) in text.char_indices() {
-        match (c.is_alphanumeric(), start) {
-            (true, None) => start = Some(offset),
-            (false, Some(begin)) => {
-                spans.push((begin, offset));
-                start = None;
-            }
-            _ => {}
+/// The best window of at most `max_tokens` words (capped at 64) of `body` whose words are
+/// `words` (from [`word_spans`]), for match `instances` (sorted by position, then phrase)
+/// whose phrases score `scores` (see [`unit_score`]): the window with the highest score of
+/// distinct phrases wins, as in FTS5's `snippet()`.
+pub fn window_excerpt(
+    body: &str,
+    words: &[(usize, usize)],
+    instances: &[Instance],
+    scores: &[usize],
+    max_tokens: usize,
+) -> Excerpt {
+    let window = max_tokens.min(MAX_SNIPPET_TOKENS);
+    if body.is_empty() || window == 0 {
+        return Excerpt {
+            text: String::new(),
+            start: 0,
+            end: 0,
+        };
+    }
+    let start = best_window_start(body, words, instances, scores, window);
+    render(body, words, instances, start, window)
+}
+
+/// Like [`window_excerpt`], but the excerpt also fits in `max_bytes`: the window shrinks
+/// around its matches until it fits. When not even one word around the best match fits,
+/// the excerpt is the plain source from the window's start cut on a character boundary
+/// (no highlights, no ellipsis). The flag says whether the excerpt is shorter than the
+/// full-size window.
+pub fn fitted_excerpt(
+    body: &str,
+    words: &[(usize, usize)],
+    instances: &[Instance],
+    scores: &[usize],
+    max_tokens: usize,
+    max_bytes: usize,
+) -> (Excerpt, bool) {
+    let full = window_excerpt(body, words, instances, scores, max_tokens);
+    if full.text.len() <= max_bytes {
+        return (full, false);
+    }
+    let mut window = max_tokens.min(MAX_SNIPPET_TOKENS).min(words.len());
+    while window > 1 {
+        window -= 1;
+        let start = best_window_start(body, words, instances, scores, window);
+        let excerpt = render(body, words, instances, start, window);
+        if excerpt.text.len() <= max_bytes {
+            return (excerpt, true);
         }
     }
-    if let Some(begin) = start {
-        spans.push((begin, text.len()));
-    }
-    spans
+    let from = if full.start == 0 { 0 } else { full.start };
+    let cut = truncate_to_char_boundary(&body[from..], max_bytes);
+    (
+        Excerpt {
+            text: cut.to_owned(),
+            start: from,
+            end: from + cut.len(),
+        },
+        true,
+    )
 }
+
+/// Renders the window of `window` words from word `start`, with its source range.
+fn render(body: &str, words: &[(usize, usize)], instances: &[Instance], start: usize, window: usize) -> Excerpt {
+    let last_word = start + window - 1;
+    let from = if start == 0 {
+        0
+    } else {
+        words.get(start).map_or(0, |w| w.0)
+    };
+    let to = if last_word + 1 >= words.len() {
+        body.len()
+    } else {
+        words[last_word].1
+    };
+    let shown = &body[from..to];
+    let marked = shown.contains(HIGHLIGHT_OPEN) || shown.contains(HIGHLIGHT_CLOSE);
+    let text = highlight(body, words, if marked { &[] } else { instances }, start, window);
+    Excerpt {
+        text,
+        start: from,
+        end: to,
+    }
+}
+
+pub use super::text::word_spans;
 
 /// Every occurrence of every phrase, ordered by position and then phrase index.
 fn find_instances(body: &str, words: &[(usize, usize)], tokens: &[String]) -> Vec<Instance> {
@@ -127,12 +209,12 @@ fn sentence_starts(body: &str, words: &[(usize, usize)]) -> Vec<usize> {
 /// start that centres the window on its hits.
 fn score_window(
     instances: &[Instance],
-    phrase_count: usize,
+    scores: &[usize],
     from: usize,
     window: usize,
     doc_size: usize,
 ) -> (usize, usize) {
-    let mut seen = vec![false; phrase_count];
+    let mut seen = vec![false; scores.len()];
     let mut score = 0;
     let mut first = None;
     let mut last = 0;
@@ -141,7 +223,12 @@ fn score_window(
         .iter()
         .take_while(|instance| instance.position < from + window)
     {
-        score += if seen[instance.phrase] { 1 } else { DISTINCT_HIT_SCORE };
+        // A phrase of score 0 is only highlighted (a function word of the query).
+        score += match (scores[instance.phrase], seen[instance.phrase]) {
+            (0, _) => 0,
+            (_, true) => 1,
+            (distinct, false) => distinct,
+        };
         seen[instance.phrase] = true;
         first.get_or_insert(instance.position);
         last = instance.position + instance.len;
@@ -160,7 +247,7 @@ fn best_window_start(
     body: &str,
     words: &[(usize, usize)],
     instances: &[Instance],
-    phrase_count: usize,
+    scores: &[usize],
     window: usize,
 ) -> usize {
     let starts = sentence_starts(body, words);
@@ -174,7 +261,7 @@ fn best_window_start(
             continue;
         }
         previous = Some(position);
-        let (score, centred) = score_window(instances, phrase_count, position, window, doc_size);
+        let (score, centred) = score_window(instances, scores, position, window, doc_size);
         if score > best_score {
             (best_score, best_start) = (score, centred);
         }
@@ -182,7 +269,7 @@ fn best_window_start(
             let index = starts.partition_point(|&s| s <= position).saturating_sub(1);
             let sentence = starts[index];
             if sentence < position {
-                let (score, _) = score_window(instances, phrase_count, sentence, window, doc_size);
+                let (score, _) = score_window(instances, scores, sentence, window, doc_size);
                 let bonus = if sentence == 0 {
                     BODY_START_BONUS
                 } else {

@@ -4,6 +4,7 @@ use serde_json::json;
 
 use crate::protocol::{ErrorBody, ErrorCode, PROTOCOL_VERSION};
 use crate::store::StoreError;
+use crate::store::portable::ArchiveError;
 
 /// Everything an operation can fail with. Store failures keep their source.
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +71,19 @@ fn store_error_body(error: &StoreError, message: String) -> ErrorBody {
     match error {
         StoreError::Invalid(_) => ErrorBody::new(ErrorCode::InvalidRequest, message),
         StoreError::NotFound(_) => ErrorBody::new(ErrorCode::NotFound, message),
+        StoreError::Purged { entity_type, entity_id, revision_id, purged_at, reason } => {
+            ErrorBody::new(ErrorCode::NotFound, message)
+                .with_hint("The content was erased by a purge; history keeps only its tombstone (ids, sizes, digests).")
+                .with_details(json!({
+                    "state": "purged",
+                    "entity_type": entity_type,
+                    "entity_id": entity_id,
+                    "revision_id": revision_id,
+                    "purged_at": purged_at,
+                    "reason": reason,
+                }))
+        }
+        StoreError::Archive(archive) => archive_error_body(archive, message),
         StoreError::RevisionConflict { entity_type, entity_id, current, requested } => {
             ErrorBody::new(ErrorCode::RevisionConflict, message)
                 .with_hint("Fetch the current revision and retry with its revision id.")
@@ -94,6 +108,23 @@ fn store_error_body(error: &StoreError, message: String) -> ErrorBody {
         _ if is_busy(error) => ErrorBody::new(ErrorCode::InternalError, message).with_retryable(true),
         _ => ErrorBody::new(ErrorCode::InternalError, message),
     }
+}
+
+/// Archive refusals: a newer format is `UNSUPPORTED_VERSION`, damage (truncation, digest or
+/// count mismatch) is `INTEGRITY_ERROR`, colliding ids and malformed records are
+/// `INVALID_REQUEST`; `details.reason` names the case.
+fn archive_error_body(error: &ArchiveError, message: String) -> ErrorBody {
+    let code = match error {
+        ArchiveError::FutureVersion { .. } => ErrorCode::UnsupportedVersion,
+        ArchiveError::Damaged(_) => ErrorCode::IntegrityError,
+        ArchiveError::NotAnArchive(_) | ArchiveError::Malformed(_) | ArchiveError::Collision { .. } => {
+            ErrorCode::InvalidRequest
+        }
+        ArchiveError::TargetNotEmpty(_) => ErrorCode::InvalidRequest,
+    };
+    ErrorBody::new(code, message)
+        .with_hint(error.hint())
+        .with_details(error.details())
 }
 
 fn is_busy(error: &StoreError) -> bool {

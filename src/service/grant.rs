@@ -9,7 +9,11 @@
 //!   context's workspace and every pinned artifact;
 //! - [`Grant::check_horizon`]: the `personal` horizon spans every workspace, so it is refused;
 //! - [`Grant::check_owner`] / [`Grant::check_entity`]: an exact get, a history page, a write
-//!   to an existing entity or a piece of evidence naming an entity of another workspace.
+//!   or purge of an existing entity or a piece of evidence naming an entity of another
+//!   workspace.
+//!
+//! Browse listings (`artifact.list`, `claim.list`, `event.list`) need nothing more: their
+//! context's workspace is checked and their horizon cannot be `personal`.
 //!
 //! Every refusal is `SCOPE_VIOLATION` (see `error_body`) whose message names the credential,
 //! its workspaces and the entity id asked for, never anything stored about a foreign entity
@@ -45,7 +49,9 @@ struct Restriction {
 /// one workspace. Exhaustive on purpose: a new operation must be classified here.
 fn is_store_wide(op: Operation) -> bool {
     match op {
-        Operation::Doctor | Operation::Verify | Operation::BackupCreate | Operation::Reindex => true,
+        Operation::Doctor | Operation::Verify | Operation::BackupCreate | Operation::Reindex | Operation::Import => {
+            true
+        }
         Operation::ContextResolve
         | Operation::Capabilities
         | Operation::Instructions
@@ -65,7 +71,12 @@ fn is_store_wide(op: Operation) -> bool {
         | Operation::ConflictList
         | Operation::Search
         | Operation::MemoryRecall
-        | Operation::ContextBuild => false,
+        | Operation::ContextBuild
+        | Operation::ArtifactList
+        | Operation::ClaimList
+        | Operation::EventList
+        | Operation::ArtifactPurge
+        | Operation::ClaimPurge => false,
     }
 }
 

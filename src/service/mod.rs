@@ -25,6 +25,7 @@ use serde_json::Value;
 pub use error::{OUTSIDE_GRANT_REASON, ServiceError, error_body};
 pub use grant::Grant;
 pub use in_process::InProcess;
+pub(crate) use ops::portable::import_result;
 
 use crate::protocol::document::{self, Document};
 use crate::protocol::relation::HorizonInput;
@@ -48,6 +49,8 @@ pub struct Runtime {
 pub struct Service {
     store: Store,
     runtime: Runtime,
+    /// The FTS vocabulary behind query expansion, shared by every request of this store.
+    vocabulary: std::sync::Arc<crate::store::vocab::VocabularyCache>,
     /// What this view of the service may reach (unrestricted unless [`Service::with_grant`]).
     grant: Grant,
 }
@@ -165,6 +168,7 @@ impl Service {
         Service {
             store,
             runtime,
+            vocabulary: std::sync::Arc::default(),
             grant: Grant::unrestricted(),
         }
     }
@@ -177,6 +181,12 @@ impl Service {
 
     pub fn grant(&self) -> &Grant {
         &self.grant
+    }
+
+    /// The store's vocabulary cache (query expansion in `search`, `memory.recall`,
+    /// `context.build`).
+    pub fn vocabulary(&self) -> &crate::store::vocab::VocabularyCache {
+        &self.vocabulary
     }
 
     pub fn store(&self) -> &Store {
@@ -426,6 +436,8 @@ mod tests;
 mod tests_admin;
 #[cfg(test)]
 mod tests_graph;
+#[cfg(test)]
+mod tests_purge;
 #[cfg(test)]
 mod tests_retrieval;
 #[cfg(test)]

@@ -11,7 +11,7 @@ use super::Tx;
 use super::error::{StoreError, StoreResult};
 use super::revisioned::{self, RevisionRow, Revisioned};
 use super::scope::{Owner, owner_from_row};
-use crate::blob::{self, BlobStore, Digest, Encoding, codec};
+use crate::blob::{self, BlobPin, BlobStore, Digest, Encoding, codec};
 use crate::protocol::Operation;
 use crate::protocol::artifact::ArtifactStatus;
 use crate::protocol::ids::{ArtifactId, ArtifactRevisionId};
@@ -24,6 +24,9 @@ pub struct BlobRef {
     pub digest: Digest,
     pub size: u64,
     pub inline: Option<InlineBlob>,
+    /// Keeps a CAS object from being erased by a concurrent purge until the mutation that
+    /// cites it has run (see [`BlobPin`]).
+    pub pin: Option<std::sync::Arc<BlobPin>>,
 }
 
 /// Inline content as stored in `artifact_revisions.inline_blob`.
@@ -45,6 +48,7 @@ impl BlobRef {
                 encoding,
                 stored: stored.into_owned(),
             }),
+            pin: None,
         }
     }
 
@@ -54,7 +58,14 @@ impl BlobRef {
             digest,
             size,
             inline: None,
+            pin: None,
         }
+    }
+
+    /// Holds `pin` until this reference is dropped (after the mutation citing it has run).
+    pub fn pinned(mut self, pin: BlobPin) -> BlobRef {
+        self.pin = Some(std::sync::Arc::new(pin));
+        self
     }
 }
 
@@ -83,6 +94,8 @@ pub struct ArtifactRow {
     pub revision_commit_seq: i64,
     pub forgotten_reason: Option<String>,
     pub current_revision_id: ArtifactRevisionId,
+    /// Whether `artifact.purge` erased this revision's content (see [`super::purge`]).
+    pub purged: bool,
 }
 
 impl RevisionRow for ArtifactRow {
@@ -109,6 +122,10 @@ impl RevisionRow for ArtifactRow {
     fn current_revision_id(&self) -> &str {
         &self.current_revision_id
     }
+
+    fn purged(&self) -> bool {
+        self.purged
+    }
 }
 
 impl ArtifactRow {
@@ -120,8 +137,16 @@ impl ArtifactRow {
         self.status == ArtifactStatus::Forgotten
     }
 
-    /// Reads, decodes and verifies the revision's raw bytes (inline or CAS).
+    /// Reads, decodes and verifies the revision's raw bytes (inline or CAS); a purged
+    /// revision is [`StoreError::Purged`].
     pub fn read_content(&self, blobs: &BlobStore) -> StoreResult<Vec<u8>> {
+        if self.purged {
+            return Err(super::tombstone::purged_error(
+                "artifact",
+                &self.artifact_id,
+                Some(&self.revision_id),
+            ));
+        }
         let digest = Digest::parse(&self.blob_hash)
             .ok_or_else(|| StoreError::Integrity(format!("invalid blob hash on {}", self.revision_id)))?;
         match &self.inline_blob {
@@ -141,7 +166,7 @@ pub fn read_inline(digest: &Digest, size: u64, stored: &[u8], code: i64) -> Stor
 /// The columns [`row`] expects, with `r` = artifact_revisions and `a` = artifacts.
 pub const COLUMNS: &str = "r.seq, a.id, r.id, r.revision_number, a.kind, r.title, r.media_type, r.blob_hash, r.blob_size, \
      r.inline_blob, a.status, a.workspace_id, a.project_id, a.task_id, a.component, r.provenance_json, r.actor, \
-     a.created_at, r.created_at, r.commit_seq, a.forgotten_reason, a.current_revision_id, r.inline_encoding";
+     a.created_at, r.created_at, r.commit_seq, a.forgotten_reason, a.current_revision_id, r.inline_encoding, r.purged";
 
 /// Maps a row selected with [`COLUMNS`].
 pub fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ArtifactRow> {
@@ -166,6 +191,7 @@ pub fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ArtifactRow> {
         forgotten_reason: r.get(20)?,
         current_revision_id: r.get(21)?,
         inline_encoding: r.get(22)?,
+        purged: r.get(23)?,
     })
 }
 

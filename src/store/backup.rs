@@ -221,9 +221,16 @@ fn snapshot(source: &Connection, staged_db: &Path) -> StoreResult<i64> {
 
 /// The distinct external blobs a database references, with their sizes.
 pub(crate) fn external_blobs(conn: &Connection) -> StoreResult<Vec<(Digest, u64)>> {
-    let mut stmt = conn.prepare(
-        "SELECT DISTINCT blob_hash, blob_size FROM artifact_revisions WHERE inline_blob IS NULL ORDER BY blob_hash",
-    )?;
+    // Purged revisions (schema 2) have no content: a backup carries their tombstones, never
+    // bytes. A schema-1 database being restored has no purges.
+    let live = if super::schema_version(conn)? >= 2 {
+        " AND purged = 0"
+    } else {
+        ""
+    };
+    let mut stmt = conn.prepare(&format!(
+        "SELECT DISTINCT blob_hash, blob_size FROM artifact_revisions WHERE inline_blob IS NULL{live} ORDER BY blob_hash"
+    ))?;
     let rows = stmt
         .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?
         .collect::<rusqlite::Result<Vec<_>>>()?;

@@ -77,6 +77,8 @@ pub struct ClaimRow {
     pub revision_commit_seq: i64,
     pub retraction_reason: Option<String>,
     pub current_revision_id: ClaimRevisionId,
+    /// Whether `claim.purge` erased this revision's statement (see [`super::purge`]).
+    pub purged: bool,
 }
 
 impl RevisionRow for ClaimRow {
@@ -102,6 +104,10 @@ impl RevisionRow for ClaimRow {
 
     fn current_revision_id(&self) -> &str {
         &self.current_revision_id
+    }
+
+    fn purged(&self) -> bool {
+        self.purged
     }
 }
 
@@ -132,7 +138,7 @@ pub fn columns() -> &'static str {
         format!(
             "r.seq, c.id, r.id, r.revision_number, c.claim_type, {PRESENTED_STATUS}, c.status, r.statement, r.confidence, \
              r.evidence_json, c.valid_from, c.valid_until, c.workspace_id, c.project_id, c.task_id, c.component, r.actor, \
-             c.created_at, r.created_at, r.commit_seq, c.retraction_reason, c.current_revision_id"
+             c.created_at, r.created_at, r.commit_seq, c.retraction_reason, c.current_revision_id, r.purged"
         )
     });
     &COLUMNS
@@ -160,6 +166,7 @@ pub fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ClaimRow> {
         revision_commit_seq: r.get(19)?,
         retraction_reason: r.get(20)?,
         current_revision_id: r.get(21)?,
+        purged: r.get(22)?,
     })
 }
 
@@ -262,16 +269,24 @@ pub fn head(conn: &Connection, claim_id: &str) -> StoreResult<ClaimRow> {
 /// Checks that every locator names an existing artifact revision and a span inside it.
 pub fn validate_evidence(conn: &Connection, evidence: &[EvidenceRef]) -> StoreResult<()> {
     for (index, locator) in evidence.iter().enumerate() {
-        let size: Option<i64> = conn
-            .prepare_cached("SELECT blob_size FROM artifact_revisions WHERE artifact_id = ?1 AND id = ?2")?
-            .query_row(params![locator.artifact_id, locator.revision_id], |r| r.get(0))
+        let found: Option<(i64, bool)> = conn
+            .prepare_cached("SELECT blob_size, purged FROM artifact_revisions WHERE artifact_id = ?1 AND id = ?2")?
+            .query_row(params![locator.artifact_id, locator.revision_id], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
             .optional()?;
-        let Some(size) = size else {
+        let Some((size, purged)) = found else {
             return Err(StoreError::NotFound(format!(
                 "evidence {} revision {}",
                 locator.artifact_id, locator.revision_id
             )));
         };
+        if purged {
+            return Err(StoreError::Invalid(format!(
+                "evidence[{index}] cites artifact {} revision {}, whose content was purged",
+                locator.artifact_id, locator.revision_id
+            )));
+        }
         if let (Some(start), Some(end)) = (locator.start_byte, locator.end_byte)
             && start >= end
         {

@@ -14,6 +14,18 @@ pub enum StoreError {
     Invalid(String),
     #[error("{}: {}", ErrorCode::NotFound.prefix(), .0)]
     NotFound(String),
+    /// The entity (or the revision) was purged: its content is erased; a tombstone remains.
+    #[error("{}: {entity_type} {entity_id}{} was purged (its content is erased){}", ErrorCode::NotFound.prefix(), revision_id.as_deref().map(|r| format!(" revision {r}")).unwrap_or_default(), purged_at.as_deref().map(|at| format!(" at {at}")).unwrap_or_default())]
+    Purged {
+        entity_type: &'static str,
+        entity_id: String,
+        revision_id: Option<String>,
+        purged_at: Option<String>,
+        reason: Option<String>,
+    },
+    /// An export archive that cannot be imported (see `store::portable`).
+    #[error(transparent)]
+    Archive(#[from] super::portable::ArchiveError),
     #[error("{}: {entity_type} {entity_id} is at revision {current}, not {requested}", ErrorCode::RevisionConflict.prefix())]
     RevisionConflict {
         entity_type: &'static str,

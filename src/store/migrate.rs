@@ -5,7 +5,10 @@ use rusqlite::Connection;
 use super::error::{StoreError, StoreResult};
 
 /// The migrations in order; the schema version is the number applied.
-const MIGRATIONS: &[&str] = &[include_str!("migrations/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("migrations/0001_init.sql"),
+    include_str!("migrations/0002_purge_tombstones.sql"),
+];
 
 /// The schema version this binary writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -10,11 +10,14 @@
 
 pub mod artifact;
 pub mod backup;
+pub mod browse;
 pub mod claim;
 pub mod conflict;
 mod error;
 pub mod idempotency;
 mod migrate;
+pub mod portable;
+pub mod purge;
 pub mod reindex;
 pub mod relation;
 pub mod restore;
@@ -24,12 +27,15 @@ pub mod search;
 mod sql;
 #[cfg(test)]
 pub(crate) mod test_seed;
+pub mod tombstone;
 pub mod verify;
+pub mod vocab;
 mod writer;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
@@ -51,6 +57,13 @@ pub const BLOBS_DIR: &str = "blobs";
 
 /// Upper bound on idle pooled read connections.
 const MAX_IDLE_READERS: usize = 8;
+/// Page cache of the writer connection, in KiB. It holds the interior pages every
+/// mutation walks; the OS page cache serves the rest, and the daemon's resident memory
+/// grows by whatever is cached (SQLite's default is 2000 KiB per connection).
+const WRITER_CACHE_KIB: u32 = 1024;
+/// Page cache of each read connection, in KiB. Under writes a reader's cache is discarded
+/// at each new snapshot anyway; several readers exist only under concurrent reads.
+const READER_CACHE_KIB: u32 = 512;
 /// Prepared statements kept per connection (`prepare_cached`): search, recall and
 /// context.build together, or all the mutations, prepare more distinct statements than
 /// rusqlite's default of 16.
@@ -68,6 +81,8 @@ struct Inner {
     blobs: BlobStore,
     writer: writer::Writer,
     readers: Mutex<Vec<Connection>>,
+    /// Whether any purge tombstone exists (reads annotate purged mentions only then).
+    has_purges: AtomicBool,
 }
 
 impl std::fmt::Debug for Store {
@@ -138,23 +153,8 @@ impl<'c> Tx<'c> {
     }
 }
 
-/// What an `events` row names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EventEntity {
-    Artifact,
-    Claim,
-    Relation,
-}
-
-impl EventEntity {
-    fn as_str(self) -> &'static str {
-        match self {
-            EventEntity::Artifact => "artifact",
-            EventEntity::Claim => "claim",
-            EventEntity::Relation => "relation",
-        }
-    }
-}
+/// What an `events` row names (the wire enum of `event.list`).
+pub use crate::protocol::browse::EventEntityType as EventEntity;
 
 /// The one `events` row of a logical mutation (see ARCHITECTURE.md, *Events*).
 #[derive(Clone, Debug)]
@@ -197,6 +197,7 @@ impl Store {
         // frames of the commit); in memory it is a copy that is dropped at RELEASE. It is
         // never needed for crash recovery (the WAL is), so durability is unchanged.
         conn.execute_batch("PRAGMA temp_store = MEMORY;")?;
+        conn.execute_batch(&format!("PRAGMA cache_size = -{WRITER_CACHE_KIB};"))?;
         migrate::migrate(&mut conn)?;
         configure_statements(&conn)?;
         for suffix in ["", "-wal", "-shm"] {
@@ -207,16 +208,32 @@ impl Store {
         }
         let disk_full = DiskFullFlag::from_env();
         let blobs = BlobStore::open(data_dir.join(BLOBS_DIR))?.with_disk_full_flag(disk_full.clone());
+        let has_purges = tombstone::any(&conn)?;
         let writer = writer::Writer::spawn(conn, disk_full)?;
-        Ok(Store {
+        let store = Store {
             inner: Arc::new(Inner {
                 data_dir,
                 db_path,
                 blobs,
                 writer,
                 readers: Mutex::new(Vec::new()),
+                has_purges: AtomicBool::new(has_purges),
             }),
-        })
+        };
+        if has_purges && let Err(error) = store.resume_purges() {
+            tracing::warn!(%error, "could not finish an interrupted purge; purge again to complete it");
+        }
+        Ok(store)
+    }
+
+    /// Whether this store holds any purge tombstone.
+    pub fn has_purges(&self) -> bool {
+        self.inner.has_purges.load(Ordering::Relaxed)
+    }
+
+    /// Records that a purge (or an import of tombstones) happened.
+    pub(crate) fn note_purges(&self) {
+        self.inner.has_purges.store(true, Ordering::Relaxed);
     }
 
     /// The data directory.
@@ -279,7 +296,10 @@ impl Store {
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        conn.execute_batch("PRAGMA query_only = ON; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY;")?;
+        conn.execute_batch(&format!(
+            "PRAGMA query_only = ON; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY; \
+             PRAGMA cache_size = -{READER_CACHE_KIB};"
+        ))?;
         configure_statements(&conn)?;
         Ok(conn)
     }

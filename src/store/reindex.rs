@@ -52,7 +52,8 @@ pub fn rebuild(conn: &Connection, blobs: &BlobStore) -> StoreResult<ReindexRepor
     }
 }
 
-fn rebuild_in_transaction(conn: &Connection, blobs: &BlobStore) -> StoreResult<ReindexReport> {
+/// The rebuild inside the caller's transaction (also the last step of an import).
+pub(crate) fn rebuild_in_transaction(conn: &Connection, blobs: &BlobStore) -> StoreResult<ReindexReport> {
     let removed_orphan_rows =
         orphans(conn, "artifact_revisions", "artifact_fts")? + orphans(conn, "claim_revisions", "claim_fts")?;
     conn.execute_batch(
@@ -60,7 +61,7 @@ fn rebuild_in_transaction(conn: &Connection, blobs: &BlobStore) -> StoreResult<R
          INSERT INTO claim_fts (claim_fts) VALUES ('delete-all');",
     )?;
     let total: i64 = conn.query_row(
-        "SELECT (SELECT count(*) FROM artifact_revisions) + (SELECT count(*) FROM claim_revisions)",
+        "SELECT (SELECT count(*) FROM artifact_revisions WHERE purged = 0) + (SELECT count(*) FROM claim_revisions WHERE purged = 0)",
         [],
         |r| r.get(0),
     )?;
@@ -82,7 +83,8 @@ fn rebuild_in_transaction(conn: &Connection, blobs: &BlobStore) -> StoreResult<R
 /// FTS rowids with no revision of that seq.
 fn orphans(conn: &Connection, revisions: &str, fts: &str) -> StoreResult<u64> {
     let seqs: HashSet<i64> = {
-        let mut stmt = conn.prepare(&format!("SELECT seq FROM {revisions}"))?;
+        // A purged revision has no index row: any row it still has is an orphan.
+        let mut stmt = conn.prepare(&format!("SELECT seq FROM {revisions} WHERE purged = 0"))?;
         stmt.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?
     };
     let mut stmt = conn.prepare(&format!("SELECT rowid FROM {fts}"))?;
@@ -100,7 +102,7 @@ fn reindex_artifacts(conn: &Connection, blobs: &BlobStore, progress: &mut Progre
     let mut insert = conn.prepare("INSERT INTO artifact_fts (rowid, title, body) VALUES (?1, ?2, ?3)")?;
     let mut stmt = conn.prepare(
         "SELECT seq, id, title, body_indexed, blob_hash, blob_size, inline_blob, inline_encoding
-         FROM artifact_revisions ORDER BY seq",
+         FROM artifact_revisions WHERE purged = 0 ORDER BY seq",
     )?;
     let mut rows = stmt.query([])?;
     let mut count = 0;
@@ -130,7 +132,7 @@ fn reindex_artifacts(conn: &Connection, blobs: &BlobStore, progress: &mut Progre
 
 fn reindex_claims(conn: &Connection, progress: &mut Progress) -> StoreResult<u64> {
     let mut insert = conn.prepare("INSERT INTO claim_fts (rowid, statement) VALUES (?1, ?2)")?;
-    let mut stmt = conn.prepare("SELECT seq, statement FROM claim_revisions ORDER BY seq")?;
+    let mut stmt = conn.prepare("SELECT seq, statement FROM claim_revisions WHERE purged = 0 ORDER BY seq")?;
     let mut rows = stmt.query([])?;
     let mut count = 0;
     while let Some(row) = rows.next()? {

@@ -119,7 +119,7 @@ pub fn restore(backup_dir: &Path, data_dir: &Path) -> StoreResult<RestoreReport>
 }
 
 /// Whether the target exists (as an empty directory); anything else is refused.
-fn check_target(data_dir: &Path) -> StoreResult<bool> {
+pub(crate) fn check_target(data_dir: &Path) -> StoreResult<bool> {
     match fs::symlink_metadata(data_dir) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(e.into()),
@@ -139,7 +139,7 @@ fn check_target(data_dir: &Path) -> StoreResult<bool> {
     }
 }
 
-fn not_empty(data_dir: &Path, error: io::Error) -> StoreError {
+pub(crate) fn not_empty(data_dir: &Path, error: io::Error) -> StoreError {
     if error.raw_os_error() == Some(libc::ENOTEMPTY) || error.kind() == io::ErrorKind::DirectoryNotEmpty {
         StoreError::Config(format!("restore target {} is no longer empty", data_dir.display()))
     } else {

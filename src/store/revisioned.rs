@@ -35,6 +35,8 @@ pub trait RevisionRow {
     fn seq(&self) -> i64;
     /// The entity's current revision id.
     fn current_revision_id(&self) -> &str;
+    /// Whether a purge erased this revision's content (see [`super::purge`]).
+    fn purged(&self) -> bool;
 
     fn is_current_revision(&self) -> bool {
         self.revision_id() == self.current_revision_id()
@@ -45,9 +47,9 @@ pub trait RevisionRow {
 /// revision table in [`Revisioned::columns`].
 pub trait Revisioned {
     /// The entity's row type, one per revision.
-    type Row: RevisionRow;
+    type Row: RevisionRow + Send + 'static;
     /// What a new revision carries.
-    type NewRevision;
+    type NewRevision: Send + 'static;
 
     const ENTITY: EntityType;
     /// The entity table, e.g. `artifacts`.

@@ -11,8 +11,8 @@
 //! lookup. With `ANALYZE` statistics present the planner otherwise walks the scope index,
 //! touching every owned row per match (or re-running the full-text query per owned row).
 //!
-//! **Invariant:** the `MATCH` expression comes from `retrieval::build_fts_query`; no user
-//! text is spliced into SQL. Timestamps are compared as fixed-width database TEXT.
+//! **Invariant:** the `MATCH` expression comes from `retrieval::plan` (or
+//! `retrieval::build_fts_query`); no user text is spliced into SQL. Timestamps are compared as fixed-width database TEXT.
 
 use std::collections::HashMap;
 
@@ -72,7 +72,7 @@ impl Pins {
 /// What one candidate query selects.
 #[derive(Clone, Debug)]
 pub struct CandidateQuery<'a> {
-    /// An FTS5 expression built by `retrieval::build_fts_query`.
+    /// An FTS5 expression built by `retrieval::plan`.
     pub match_expr: &'a str,
     pub ambient: &'a Owner,
     pub horizon: Horizon,
@@ -301,6 +301,15 @@ fn attach<R>(ranked: Vec<(i64, f64)>, mut rows: HashMap<i64, R>) -> Vec<Candidat
         .into_iter()
         .filter_map(|(seq, bm25)| rows.remove(&seq).map(|row| Candidate { row, bm25 }))
         .collect()
+}
+
+/// Whether a `contradicts` relation joins the two claims, in either direction.
+pub fn contradicts(conn: &Connection, a: &str, b: &str) -> StoreResult<bool> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM relations WHERE relation = 'contradicts' AND source_type = 'claim'
+             AND ((source_id = ?1 AND target_id = ?2) OR (source_id = ?2 AND target_id = ?1)))",
+    )?;
+    Ok(stmt.query_row([a, b], |r| r.get(0))?)
 }
 
 #[cfg(test)]

@@ -4,13 +4,14 @@
 
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 
+use crate::protocol::Operation;
 use crate::protocol::artifact::ArtifactStatus;
+use crate::protocol::browse::EventEntityType;
 use crate::protocol::claim::{ClaimStatus, ClaimType};
 use crate::protocol::ids::{
     ArtifactId, ArtifactRevisionId, CaseEventId, CaseId, ClaimId, ClaimRevisionId, EventId, RelationId, RevisionId,
 };
 use crate::protocol::relation::{ConflictState, EntityType, RelationType};
-use crate::protocol::{ErrorCode, Operation};
 
 macro_rules! sql_id {
     ($($name:ty),+) => {
@@ -71,5 +72,5 @@ sql_enum!(
     EntityType,
     RelationType,
     Operation,
-    ErrorCode
+    EventEntityType
 );

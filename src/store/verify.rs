@@ -162,6 +162,14 @@ pub fn verify(conn: &Connection, blobs_root: &Path) -> StoreResult<VerifyReport>
     findings.check("conflict cases", |f| check_conflicts(conn, f));
     findings.check("claim evidence", |f| check_evidence(conn, f));
     findings.check("blobs", |f| check_blobs(conn, blobs_root, f));
+    findings.check("tombstones", |f| {
+        let (found, warnings) = super::tombstone::check(conn, blobs_root)?;
+        for (kind, entity, detail) in found {
+            f.about(kind, entity, detail);
+        }
+        f.report.warnings.extend(warnings);
+        Ok(())
+    });
     let mut report = findings.report;
     if findings.suppressed > 0 {
         report.issues.push(Issue {
@@ -288,7 +296,12 @@ fn check_heads(conn: &Connection, f: &mut Findings) -> StoreResult<()> {
 /// Every revision has exactly one FTS row (rowid = revision seq) and every FTS row has a
 /// revision. Returns the number of revisions checked.
 fn check_fts(conn: &Connection, f: &mut Findings, revisions: &str, fts: &str) -> StoreResult<u64> {
-    let seqs = column_i64(conn, &format!("SELECT seq FROM {revisions} ORDER BY seq"))?;
+    // A purged revision has no index row (its content is erased); one it still had would be
+    // reported as an orphan.
+    let seqs = column_i64(
+        conn,
+        &format!("SELECT seq FROM {revisions} WHERE purged = 0 ORDER BY seq"),
+    )?;
     let rows = column_i64(conn, &format!("SELECT rowid FROM {fts} ORDER BY rowid"))?;
     let revision_of = |seq: i64| -> StoreResult<String> {
         Ok(conn
@@ -502,11 +515,13 @@ struct Referenced {
 }
 
 fn check_blobs(conn: &Connection, root: &Path, f: &mut Findings) -> StoreResult<()> {
-    let total: i64 = conn.query_row("SELECT count(*) FROM artifact_revisions", [], |r| r.get(0))?;
+    let total: i64 = conn.query_row("SELECT count(*) FROM artifact_revisions WHERE purged = 0", [], |r| {
+        r.get(0)
+    })?;
     let mut progress = Progress::new("verify: artifact revisions", total.max(0) as u64);
     let mut external: HashMap<Digest, Referenced> = HashMap::new();
     let mut stmt = conn.prepare(
-        "SELECT id, blob_hash, blob_size, inline_blob, inline_encoding FROM artifact_revisions ORDER BY seq",
+        "SELECT id, blob_hash, blob_size, inline_blob, inline_encoding FROM artifact_revisions WHERE purged = 0 ORDER BY seq",
     )?;
     let mut rows = stmt.query([])?;
     while let Some(row) = rows.next()? {

@@ -21,7 +21,7 @@ pub const WORKSPACE: &str = "wsp_test";
 pub const PROJECT: &str = "prj_test";
 
 /// Variables from the developer's environment that would change what the binary does.
-const SCRUBBED_ENV: &[&str] = &[
+pub const SCRUBBED_ENV: &[&str] = &[
     "MEMOREE_HOME",
     "MEMOREE_DATA_DIR",
     "MEMOREE_RUNTIME_DIR",

@@ -5,7 +5,7 @@
 //! - a client CA that issues client certificates ([`Pki::client`]), current or expired;
 //! - an unrelated CA ([`Pki::other_ca`]) for "wrong CA" cases on either side.
 //!
-//! Shared by `tests/`, `benches/transport.rs` and `conformance/` through `#[path]`.
+//! Shared by `tests/` and `benches/transport.rs` (through `#[path]`).
 
 #![allow(dead_code)]
 

@@ -4,6 +4,11 @@ use crate::caller::findings::{MUTABLE_OBSERVATION, QUOTE_REJECTED, RELATIONS_NOT
 use crate::caller::proposal::{ClaimType, EvidenceSpan};
 use crate::caller::test_support::FakeCompiler;
 use crate::protocol::ErrorCode;
+use serde_json::{Value, json};
+
+fn value<T: serde::Serialize>(result: T) -> Value {
+    serde_json::to_value(result).unwrap()
+}
 
 fn inline(text: &str) -> RememberSource {
     RememberSource::from_bytes(text.as_bytes().to_vec(), SourceCapture::Inline, "inline").unwrap()
@@ -24,7 +29,7 @@ fn a_valid_proposal_becomes_a_plan_with_exact_spans() {
         ]}"#,
     );
     let plan = plan(inline(NOTE), &RememberOptions::default(), Some(&fake.compiler())).unwrap();
-    let preview = plan.preview_result();
+    let preview = value(plan.preview_result());
     assert_eq!(preview["applied"], false);
     assert_eq!(
         preview["input_digest"],
@@ -116,7 +121,10 @@ fn an_empty_proposal_is_a_plan_without_claims_or_self_attestation() {
     .unwrap();
     assert!(plan.claims.accepted.is_empty());
     assert!(plan.quality.findings.is_empty());
-    assert_eq!(plan.preview_result()["plan"]["quality"]["requires_review"], false);
+    assert_eq!(
+        value(plan.preview_result())["plan"]["quality"]["requires_review"],
+        false
+    );
     assert!(plan.claim_asserts("art", "arev", "a").is_empty());
 }
 
@@ -133,7 +141,7 @@ fn raw_plans_store_only_the_artifact_and_skip_the_compiler() {
     let big = "x".repeat(MAX_COMPILE_SOURCE_BYTES + 1);
     let plan = plan(inline(&big), &RememberOptions::default(), None).unwrap();
     assert_eq!(
-        plan.preview_result()["compiler"],
+        value(plan.preview_result())["compiler"],
         json!({"mode": "raw", "schema_version": 2})
     );
     assert!(plan.quality.findings.is_empty());
@@ -298,11 +306,11 @@ fn claims_sharing_spans_get_distinct_keys() {
 #[test]
 fn the_applied_result_adds_the_mutation_results() {
     let plan = plan_of(vec![], None);
-    let applied = plan.applied_result(json!({"artifact_id": "art_1"}), vec![]);
+    let applied = value(plan.applied_result(json!({"artifact_id": "art_1"}), vec![]));
     assert_eq!(applied["applied"], true);
     assert_eq!(applied["artifact"]["artifact_id"], "art_1");
     assert!(applied.get("stored_claims").is_none());
-    let with_claims = plan.applied_result(json!({}), vec![json!({"claim_id": "clm_1"})]);
+    let with_claims = value(plan.applied_result(json!({}), vec![json!({"claim_id": "clm_1"})]));
     assert_eq!(with_claims["stored_claims"][0]["claim_id"], "clm_1");
 }
 

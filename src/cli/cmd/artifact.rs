@@ -1,4 +1,4 @@
-//! `memoree artifact put|get|revise|history|forget`.
+//! `memoree artifact put|get|revise|history|forget` (and `purge`, in `portable.rs`).
 //!
 //! `put` and `revise` read a file or stdin (never more than the artifact limit plus one
 //! byte) and send UTF-8 as `text`, anything else as `base64`. `get --output` materializes
@@ -43,6 +43,7 @@ enum ArtifactCommand {
     Revise(ReviseArgs),
     History(HistoryArgs),
     Forget(ForgetArgs),
+    Purge(super::portable::ArtifactPurgeArgs),
 }
 
 /// Store a file (or stdin with `-`) as a new artifact in the ambient scope.
@@ -140,6 +141,7 @@ pub(crate) fn run(args: ArtifactArgs, global: &GlobalArgs) -> CliResult<Response
         ArtifactCommand::Revise(args) => revise(args, global),
         ArtifactCommand::History(args) => history(args, global),
         ArtifactCommand::Forget(args) => forget(args, global),
+        ArtifactCommand::Purge(args) => super::portable::artifact_purge(args, global),
     }
 }
 

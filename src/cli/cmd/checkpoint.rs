@@ -90,24 +90,39 @@ pub(crate) fn checkpoint(args: CheckpointArgs) -> CliResult<Response> {
     let record = checkpoint::read_checkpoint_text(&args.text, std::io::stdin().lock())
         .and_then(|text| open_store()?.write(&args.session, args.task.as_deref(), &text))
         .map_err(|e| CliError::from(e).at(request_id.clone()))?;
-    let mut response = Response::success(request_id, checkpoint::write_result(&record, Utc::now()));
+    let mut response = success(request_id, &checkpoint::write_result(&record, Utc::now()))?;
     response.warnings.extend(record.sensitive_warning());
     Ok(response)
 }
 
 pub(crate) fn pending(args: PendingArgs, global: &GlobalArgs) -> CliResult<Response> {
     let request_id = RequestId::generate();
-    let result = match args.command {
+    let failed = |e: CallerError| CliError::from(e).at(request_id.clone());
+    match args.command {
         PendingCommand::List { all } => {
-            open_store().and_then(|store| Ok(checkpoint::list_result(&store.list(all)?, all, Utc::now())))
+            let store = open_store().map_err(failed)?;
+            let records = store.list(all).map_err(failed)?;
+            success(request_id.clone(), &checkpoint::list_result(&records, all, Utc::now()))
         }
-        PendingCommand::Show { id } => open_store().and_then(|store| Ok(checkpoint::show_result(&store.show(&id)?))),
-        PendingCommand::Drop { id } => open_store().and_then(|store| Ok(store.drop(&id)?.to_json())),
-        PendingCommand::Preview(args) => return promote(&request_id, args, false, global),
-        PendingCommand::Apply(args) => return promote(&request_id, args, true, global),
-    };
-    let result = result.map_err(|e| CliError::from(e).at(request_id.clone()))?;
-    Ok(Response::success(request_id, result))
+        PendingCommand::Show { id } => {
+            let record = open_store().and_then(|store| store.show(&id)).map_err(failed)?;
+            success(request_id.clone(), &checkpoint::show_result(&record))
+        }
+        PendingCommand::Drop { id } => {
+            let dropped = open_store().and_then(|store| store.drop(&id)).map_err(failed)?;
+            success(request_id.clone(), &dropped.result())
+        }
+        PendingCommand::Preview(args) => promote(&request_id, args, false, global),
+        PendingCommand::Apply(args) => promote(&request_id, args, true, global),
+    }
+}
+
+/// A success envelope for a local result.
+fn success(request_id: RequestId, result: &impl serde::Serialize) -> CliResult<Response> {
+    match serde_json::to_value(result) {
+        Ok(result) => Ok(Response::success(request_id, result)),
+        Err(e) => Err(CliError::Internal(e.to_string()).at(request_id)),
+    }
 }
 
 /// Runs the remember flow on a stored checkpoint (preview, or apply with `apply`).

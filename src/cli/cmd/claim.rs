@@ -1,4 +1,4 @@
-//! `memoree claim assert|get|revise|retract|history`.
+//! `memoree claim assert|get|revise|retract|history` (and `purge`, in `portable.rs`).
 //!
 //! Statements are the trailing words joined with single spaces. `--evidence` takes
 //! `ARTIFACT_ID@REVISION_ID[#START-END]` (see [`crate::cli::evidence`]) and may repeat.
@@ -31,6 +31,7 @@ enum ClaimCommand {
     Revise(ReviseArgs),
     Retract(RetractArgs),
     History(HistoryArgs),
+    Purge(super::portable::ClaimPurgeArgs),
 }
 
 /// Evidence and confidence flags shared by assert and revise.
@@ -151,6 +152,7 @@ pub(crate) fn run(args: ClaimArgs, global: &GlobalArgs) -> CliResult<Response> {
         ClaimCommand::Revise(args) => revise(args, global),
         ClaimCommand::Retract(args) => retract(args, global),
         ClaimCommand::History(args) => history(args, global),
+        ClaimCommand::Purge(args) => super::portable::claim_purge(args, global),
     }
 }
 

@@ -7,6 +7,7 @@ pub(crate) mod checkpoint;
 pub(crate) mod claim;
 pub(crate) mod context;
 pub(crate) mod graph;
+pub(crate) mod portable;
 pub(crate) mod remember;
 pub(crate) mod retrieval;
 

@@ -101,7 +101,7 @@ pub(crate) fn execute(
     let mut response = if mode.apply {
         apply(&plan, context, source, request_id, global)?
     } else {
-        Response::success(request_id.clone(), plan.preview_result())
+        success(request_id, &plan.preview_result())?
     };
     response.context = Some(ResolvedContext::new(context, source, Horizon::Ambient));
     response.warnings = plan.warnings();
@@ -161,7 +161,15 @@ fn apply(
         stored_claims.push(claim);
         commit_seq = seq;
     }
-    let mut response = Response::success(request_id.clone(), plan.applied_result(artifact, stored_claims));
+    let mut response = success(request_id, &plan.applied_result(artifact, stored_claims))?;
     response.commit_seq = commit_seq;
     Ok(response)
+}
+
+/// A success envelope for a remember result.
+fn success(request_id: &RequestId, result: &impl serde::Serialize) -> CliResult<Response> {
+    match serde_json::to_value(result) {
+        Ok(result) => Ok(Response::success(request_id.clone(), result)),
+        Err(e) => Err(CliError::Internal(e.to_string()).at(request_id.clone())),
+    }
 }

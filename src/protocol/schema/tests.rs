@@ -236,7 +236,7 @@ fn example_requests_cover_every_operation_and_validate_against_ours_and_the_refe
         let (Some(reference), Some(reference_request)) = (&reference, &reference_request) else {
             continue;
         };
-        if op == Operation::Reindex {
+        if !op.is_protocol_v1() {
             continue;
         }
         assert!(reference_request.is_valid(&request), "reference rejects {op:?} request");
@@ -259,7 +259,7 @@ fn example_results_cover_every_operation_and_validate_against_ours_and_the_refer
         let Some(reference) = &reference else {
             continue;
         };
-        if op == Operation::Reindex {
+        if !op.is_protocol_v1() {
             continue;
         }
         let reference_result = compile(&reference["result_types"][op.wire_name()], false);
@@ -274,7 +274,7 @@ fn inputs_declare_the_reference_fields_required_fields_defaults_and_titles() {
     let Some(reference) = reference_bundle() else {
         return;
     };
-    for op in Operation::ALL.into_iter().filter(|&op| op != Operation::Reindex) {
+    for op in Operation::ALL.into_iter().filter(|&op| op.is_protocol_v1()) {
         let ours = &bundle()["operation_inputs"][op.wire_name()];
         let theirs = &reference["operation_inputs"][op.wire_name()];
         assert_eq!(ours["title"], theirs["title"], "{op:?}");
@@ -299,7 +299,7 @@ fn results_carry_every_reference_field_with_the_same_required_fields_and_titles(
     let Some(reference) = reference_bundle() else {
         return;
     };
-    for op in Operation::ALL.into_iter().filter(|&op| op != Operation::Reindex) {
+    for op in Operation::ALL.into_iter().filter(|&op| op.is_protocol_v1()) {
         let ours = &bundle()["result_types"][op.wire_name()];
         let theirs = &reference["result_types"][op.wire_name()];
         assert_eq!(ours["title"], theirs["title"], "{op:?}");
@@ -319,7 +319,7 @@ fn results_carry_every_reference_field_with_the_same_required_fields_and_titles(
 }
 
 #[test]
-fn shared_enumerations_match_the_reference_and_operation_adds_only_reindex() {
+fn shared_enumerations_match_the_reference_and_operation_adds_only_the_extensions() {
     let Some(reference) = reference_bundle() else {
         return;
     };
@@ -335,13 +335,21 @@ fn shared_enumerations_match_the_reference_and_operation_adds_only_reindex() {
         for (name, def) in defs.iter().filter(|(_, def)| def.get("enum").is_some()) {
             let mut expected = def["enum"].as_array().unwrap().clone();
             if name == "Operation" {
-                expected.push(json!("reindex"));
+                expected.extend(extension_names().map(Value::from));
             }
             for schema in ours.iter().filter_map(|s| s["$defs"].get(name)) {
                 assert_eq!(schema["enum"].as_array().unwrap(), &expected, "$defs/{name}");
             }
         }
     }
+}
+
+/// The wire names of the extension operations (not in the reference's v1 set), in order.
+fn extension_names() -> impl Iterator<Item = &'static str> {
+    Operation::ALL
+        .into_iter()
+        .filter(|op| !op.is_protocol_v1())
+        .map(Operation::wire_name)
 }
 
 fn files_on_disk_values() -> Vec<&'static Value> {
@@ -353,7 +361,7 @@ fn files_on_disk_values() -> Vec<&'static Value> {
 }
 
 #[test]
-fn the_bundle_has_the_reference_layout_plus_reindex_and_validates_as_a_schema_result() {
+fn the_bundle_has_the_reference_layout_plus_the_extensions_and_validates_as_a_schema_result() {
     let ours = bundle();
     assert_eq!(ours["schema_bundle_version"], 1);
     assert_eq!(ours["protocol_version"], 1);
@@ -366,7 +374,7 @@ fn the_bundle_has_the_reference_layout_plus_reindex_and_validates_as_a_schema_re
     assert_eq!(keys(&ours["supporting_types"]), keys(&reference["supporting_types"]));
     for group in ["operation_inputs", "result_types"] {
         let mut expected = keys(&reference[group]);
-        expected.insert("reindex".to_owned());
+        expected.extend(extension_names().map(str::to_owned));
         assert_eq!(keys(&ours[group]), expected, "{group}");
     }
 }

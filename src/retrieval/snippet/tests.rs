@@ -179,6 +179,8 @@ proptest! {
 
     #[test]
     fn snippet_matches_words_taken_from_the_body(body in "\\PC{0,200}", pick in any::<prop::sample::Index>()) {
+        // A window holding a highlight character itself is shown without highlights.
+        prop_assume!(!body.contains(HIGHLIGHT_OPEN) && !body.contains(HIGHLIGHT_CLOSE));
         let spans = word_spans(&body);
         if !spans.is_empty() {
             let (start, end) = spans[pick.index(spans.len())];

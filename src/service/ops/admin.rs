@@ -107,6 +107,7 @@ pub(super) fn backup_create(service: &Service, input: BackupCreateInput) -> Resu
 
 pub(super) fn reindex(service: &Service, _: ReindexInput) -> Result<Output, ServiceError> {
     let report = service.store().reindex()?;
+    service.vocabulary().invalidate();
     Output::read(ReindexResult {
         reindexed_artifact_revisions: report.artifact_revisions,
         reindexed_claim_revisions: report.claim_revisions,

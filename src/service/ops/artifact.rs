@@ -44,8 +44,10 @@ fn store_blob(service: &Service, bytes: &[u8]) -> Result<BlobRef, ServiceError> 
     if bytes.len() <= limits::INLINE_BLOB_MAX_BYTES {
         return Ok(BlobRef::inline(bytes));
     }
-    let digest = service.store().blobs().put(bytes).map_err(StoreError::from)?;
-    Ok(BlobRef::external(digest, bytes.len() as u64))
+    // Pinned until the mutation has run on the writer, so a concurrent purge of the same
+    // bytes cannot erase the object in between.
+    let (digest, pin) = service.store().blobs().put_pinned(bytes).map_err(StoreError::from)?;
+    Ok(BlobRef::external(digest, bytes.len() as u64).pinned(pin))
 }
 
 fn check_actor(actor: Option<&str>) -> Result<(), ServiceError> {

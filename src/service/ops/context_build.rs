@@ -23,7 +23,8 @@ pub(super) fn build(service: &Service, call: &Call, input: ContextBuildInput) ->
     let max_bytes = usize::try_from(input.max_bytes).unwrap_or(usize::MAX);
     let (ranked, conflicts) = service.store().read(|conn| {
         store_search::ensure_index_ready(conn, request.min_commit_seq)?;
-        let ranked = request.run(service, conn, Kinds::Both)?;
+        let plan = request.plan(service, conn)?;
+        let ranked = request.run(service, conn, &plan, Kinds::Both, 0)?;
         let claim_ids: Vec<&str> = ranked
             .hits
             .iter()
@@ -65,6 +66,7 @@ pub(super) fn build(service: &Service, call: &Call, input: ContextBuildInput) ->
             included_bytes: item.included_bytes,
             excerpt_available: item.excerpt_available,
             excerpt_truncated: item.excerpt_truncated,
+            excerpt_citation: hit.wire.excerpt_citation.clone(),
             reason: format!("retrieved by {}", hit.wire.matched_by.join(" + ")),
         })
         .collect();
@@ -82,6 +84,7 @@ pub(super) fn build(service: &Service, call: &Call, input: ContextBuildInput) ->
         broaden_hint,
         omitted_count: rendered.omitted_count,
         conflicts,
+        query_analysis: ranked.query_analysis.clone(),
     })
 }
 

@@ -98,6 +98,13 @@ pub(crate) fn document() -> CapabilitiesDocument {
             "connection_busy_envelope",
             "multi_request_connections",
             "recency_policy",
+            "artifact.list",
+            "claim.list",
+            "event.list",
+            "artifact.purge",
+            "claim.purge",
+            "import",
+            "portable_export_v1",
         ]
         .map(Into::into)
         .to_vec(),

@@ -4,10 +4,14 @@
 
 mod admin;
 mod artifact;
+mod browse;
+mod candidates;
 mod claim;
 mod context_build;
 mod meta;
 mod mutation;
+pub(crate) mod portable;
+mod purge;
 mod recall;
 mod relation;
 mod revisioned;
@@ -21,7 +25,7 @@ use crate::protocol::Operation;
 /// Routes a request whose envelope passed its checks to its operation.
 pub(crate) fn dispatch(service: &Service, call: &Call, input: Value) -> Result<Output, ServiceError> {
     let s = service;
-    match call.op() {
+    let output = match call.op() {
         Operation::ContextResolve => plain(call, input, |i| meta::context_resolve(call, i)),
         Operation::Capabilities => plain(call, input, meta::capabilities),
         Operation::ArtifactPut => plain(call, input, |i| artifact::put(s, call, i)),
@@ -46,5 +50,12 @@ pub(crate) fn dispatch(service: &Service, call: &Call, input: Value) -> Result<O
         Operation::Search => with_horizon(s, call, input, |i| search::search(s, call, i)),
         Operation::MemoryRecall => with_horizon(s, call, input, |i| recall::recall(s, call, i)),
         Operation::ContextBuild => with_horizon(s, call, input, |i| context_build::build(s, call, i)),
-    }
+        Operation::ArtifactList => with_horizon(s, call, input, |i| browse::artifact_list(s, call, i)),
+        Operation::ClaimList => with_horizon(s, call, input, |i| browse::claim_list(s, call, i)),
+        Operation::EventList => with_horizon(s, call, input, |i| browse::event_list(s, call, i)),
+        Operation::ArtifactPurge => plain(call, input, |i| purge::artifact_purge(s, call, i)),
+        Operation::ClaimPurge => plain(call, input, |i| purge::claim_purge(s, call, i)),
+        Operation::Import => plain(call, input, |i| portable::import(s, i)),
+    }?;
+    Ok(purge::annotate(service, call.op(), output))
 }

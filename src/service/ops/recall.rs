@@ -6,7 +6,10 @@ use std::collections::HashMap;
 
 use rusqlite::Connection;
 
-use super::search::{Kinds, RankedHit, SearchRequest, Source, artifact_citation, evidence_citation, labels};
+use super::candidates;
+use super::search::{
+    Kinds, RankedHit, SearchRequest, Source, artifact_citation, evidence_citation, excerpt_citation, labels,
+};
 use crate::protocol::claim::ClaimStatus;
 use crate::protocol::ids::{ArtifactId, ArtifactRevisionId, RelationId};
 use crate::protocol::limits;
@@ -14,7 +17,10 @@ use crate::protocol::retrieval::{
     ConflictSummary, RecallArtifactReference, RecallClaim, RecallClaimStatus, RecallEvidenceReference, RecallInput,
     RecallPresence, RecallResult, SearchInput,
 };
-use crate::retrieval::{lossy_span, risk_signals, truncate_to_char_boundary};
+use crate::retrieval::diversity;
+use crate::retrieval::snippet::{SNIPPET_TOKENS, fitted_excerpt};
+use crate::retrieval::text::words;
+use crate::retrieval::{Plan, lossy_span, risk_signals};
 use crate::service::convert::evidence_locator;
 use crate::service::validate;
 use crate::service::{Call, Output, Service, ServiceError};
@@ -52,20 +58,21 @@ pub(super) fn recall(service: &Service, call: &Call, input: RecallInput) -> Resu
 
     let found = service.store().read(|conn| {
         store_search::ensure_index_ready(conn, base.min_commit_seq)?;
-        let claim_hits = claim_search.run(service, conn, Kinds::Claims)?;
-        let artifact_hits = artifact_search.run(service, conn, Kinds::Artifacts)?;
-        let claim_ids: Vec<&str> = claim_hits.hits.iter().map(|h| h.wire.entity_id.as_str()).collect();
+        let plan = base.plan(service, conn)?;
+        let (claim_hits, claims_truncated) = claim_slots(service, conn, &plan, &claim_search, max_claims)?;
+        let artifact_hits = artifact_search.run(service, conn, &plan, Kinds::Artifacts, 0)?;
+        let claim_ids: Vec<&str> = claim_hits.iter().map(|h| h.wire.entity_id.as_str()).collect();
         let conflicts = store_conflict::open_conflicts_for_claims(conn, &claim_ids, &ambient, horizon)?;
-        let mut previews = Previews::new(service, max_excerpt);
+        let mut previews = Previews::new(service, &plan, max_excerpt);
         let claims = claim_hits
-            .hits
             .iter()
             .map(|hit| recall_claim(conn, hit, &conflicts, &mut previews))
             .collect::<StoreResult<Vec<_>>>()?;
+        let scores = plan.unit_scores();
         let artifact_refs: Vec<_> = artifact_hits
             .hits
             .iter()
-            .map(|hit| artifact_ref(hit, max_excerpt))
+            .map(|hit| artifact_ref(hit, &scores, max_excerpt))
             .collect();
         let presence = if !claims.is_empty() {
             RecallPresence::Claims
@@ -74,6 +81,12 @@ pub(super) fn recall(service: &Service, call: &Call, input: RecallInput) -> Resu
         } else {
             RecallPresence::None
         };
+        let near_misses = if presence == RecallPresence::None {
+            base.near_misses(service, conn, &plan, Kinds::Both, Vec::new(), &[], RECALL_NEAR_MISSES)?
+        } else {
+            Vec::new()
+        };
+        let query_analysis = candidates::query_analysis(&plan, claims.is_empty() && artifact_refs.is_empty(), near_misses.len());
         Ok(RecallResult {
             content_is_untrusted: true,
             query: input.query.clone(),
@@ -82,17 +95,75 @@ pub(super) fn recall(service: &Service, call: &Call, input: RecallInput) -> Resu
             claims,
             conflicts: conflicts.iter().map(conflict_summary).collect(),
             artifact_refs,
-            claims_truncated: claim_hits.truncated,
+            claims_truncated,
             artifact_refs_truncated: artifact_hits.truncated,
-            claims_refine_hint: claim_hits.refine_hint("claims", "max_claims", limits::MAX_RECALL_CLAIMS),
+            claims_refine_hint: claims_truncated.then(|| {
+                format!(
+                    "More claims exist than the limit of {max_claims}. Refine the query, or raise max_claims (at most {}); \
+                     there is no pagination cursor.",
+                    limits::MAX_RECALL_CLAIMS
+                )
+            }),
             artifact_refs_refine_hint: artifact_hits.refine_hint(
                 "artifact references",
                 "max_artifact_refs",
                 limits::MAX_RECALL_ARTIFACT_REFS,
             ),
+            query_analysis,
+            near_misses,
         })
     })?;
     Output::read(found)
+}
+
+/// Near misses recall reports when nothing qualified (`presence: "none"`).
+const RECALL_NEAR_MISSES: usize = 3;
+
+/// The claim slots: qualified claims in rank order, except that one source artifact (a
+/// claim's first evidence artifact) fills at most two slots while other claims qualify.
+/// Returns the hits and whether more qualified claims exist than `max_claims`.
+fn claim_slots(
+    service: &Service,
+    conn: &Connection,
+    plan: &crate::retrieval::Plan,
+    search: &SearchRequest,
+    max_claims: usize,
+) -> StoreResult<(Vec<RankedHit>, bool)> {
+    let first = search.run(service, conn, plan, Kinds::Claims, 0)?;
+    let crowded = |hits: &[RankedHit]| {
+        let mut counts: HashMap<String, usize> = HashMap::new();
+        sources(hits).into_iter().flatten().any(|source| {
+            let count = counts.entry(source).or_default();
+            *count += 1;
+            *count > diversity::MAX_SLOTS_PER_SOURCE
+        })
+    };
+    if !first.truncated || !crowded(&first.hits) {
+        return Ok((first.hits, first.truncated));
+    }
+    let wider = search
+        .with_limit((max_claims * 3).min(limits::MAX_RECALL_CLAIMS * 3))
+        .run(service, conn, plan, Kinds::Claims, 0)?;
+    let sources = sources(&wider.hits);
+    let order = diversity::slot_order(&sources);
+    let truncated = wider.hits.len() > max_claims || wider.truncated;
+    let mut slots: Vec<Option<RankedHit>> = wider.hits.into_iter().map(Some).collect();
+    let hits = order
+        .into_iter()
+        .take(max_claims)
+        .filter_map(|index| slots[index].take())
+        .collect();
+    Ok((hits, truncated))
+}
+
+/// The first evidence artifact of each claim hit.
+fn sources(hits: &[RankedHit]) -> Vec<Option<String>> {
+    hits.iter()
+        .map(|hit| match &hit.source {
+            Source::Claim(row) => row.evidence().first().map(|e| e.artifact_id.to_string()),
+            Source::Artifact(_) => None,
+        })
+        .collect()
 }
 
 /// The wire form of one open contradiction.
@@ -142,6 +213,8 @@ fn recall_claim(
         conflict_relation_ids,
         score: hit.wire.score,
         matched_by: hit.wire.matched_by.clone(),
+        qualification: hit.wire.ranking.qualification.clone(),
+        collapsed_duplicates: hit.wire.ranking.collapsed_duplicates.clone(),
     })
 }
 
@@ -169,14 +242,16 @@ type PreviewKey = (ArtifactId, ArtifactRevisionId, Option<u64>, Option<u64>, boo
 /// Evidence references read once per request and cache key.
 struct Previews<'s> {
     service: &'s Service,
+    plan: &'s Plan,
     max_excerpt: usize,
     cache: HashMap<PreviewKey, RecallEvidenceReference>,
 }
 
 impl<'s> Previews<'s> {
-    fn new(service: &'s Service, max_excerpt: usize) -> Previews<'s> {
+    fn new(service: &'s Service, plan: &'s Plan, max_excerpt: usize) -> Previews<'s> {
         Previews {
             service,
+            plan,
             max_excerpt,
             cache: HashMap::new(),
         }
@@ -215,22 +290,34 @@ impl<'s> Previews<'s> {
                 )));
             }
         };
-        let (excerpt, excerpt_truncated) = if with_excerpt && is_text(&artifact.media_type) {
-            let bytes = artifact.read_content(self.service.store().blobs())?;
-            match std::str::from_utf8(&bytes) {
-                Ok(_) => {
-                    let (start, end) = span.unwrap_or((0, bytes.len() as u64));
-                    let text = lossy_span(&bytes, start as usize, end as usize).unwrap_or_default();
-                    let cut = truncate_to_char_boundary(&text, self.max_excerpt);
-                    let truncated = cut.len() < text.len();
-                    ((!cut.is_empty()).then(|| cut.to_owned()), truncated)
+        // Erased evidence has no excerpt (the response warns `EVIDENCE_SOURCE_PURGED`).
+        let (excerpt, excerpt_truncated, excerpt_range) =
+            if with_excerpt && !artifact.purged && is_text(&artifact.media_type) {
+                let bytes = artifact.read_content(self.service.store().blobs())?;
+                match std::str::from_utf8(&bytes) {
+                    Ok(_) => {
+                        let (start, end) = span.unwrap_or((0, bytes.len() as u64));
+                        let (start, end) = (start as usize, end as usize);
+                        let text = lossy_span(&bytes, start, end).unwrap_or_default();
+                        let exact = std::str::from_utf8(&bytes[start..end]).is_ok();
+                        let (from, to) = evidence_window(self.plan, &text, self.max_excerpt);
+                        let cut = &text[from..to];
+                        let truncated = cut.len() < text.len();
+                        let range = (exact && !cut.is_empty()).then_some((start + from, start + to));
+                        ((!cut.is_empty()).then(|| cut.to_owned()), truncated, range)
+                    }
+                    Err(_) => (None, false, None),
                 }
-                Err(_) => (None, false),
-            }
-        } else {
-            (None, false)
-        };
+            } else {
+                (None, false, None)
+            };
         let locator_wire = evidence_locator(locator);
+        let excerpt_citation = excerpt_range.map(|(from, to)| {
+            format!(
+                "{}#{from}-{to}",
+                artifact_citation(&locator.artifact_id, &locator.revision_id)
+            )
+        });
         let reference = RecallEvidenceReference {
             citation: evidence_citation(&locator_wire),
             artifact_id: locator.artifact_id.clone(),
@@ -241,6 +328,7 @@ impl<'s> Previews<'s> {
             media_type: artifact.media_type,
             excerpt,
             excerpt_truncated,
+            excerpt_citation,
         };
         self.cache.insert(key, reference.clone());
         Ok(reference)
@@ -254,19 +342,82 @@ fn is_text(media_type: &str) -> bool {
         .is_some_and(|prefix| prefix.eq_ignore_ascii_case("text/"))
 }
 
-fn artifact_ref(hit: &RankedHit, max_excerpt: usize) -> RecallArtifactReference {
+/// An artifact reference: the hit's match window refitted to `max_excerpt` bytes. Risk
+/// signals cover the title and the full-size window, so a cut never hides one.
+fn artifact_ref(hit: &RankedHit, scores: &[usize], max_excerpt: usize) -> RecallArtifactReference {
     let wire = &hit.wire;
-    let cut = truncate_to_char_boundary(&wire.excerpt, max_excerpt);
+    let (excerpt, excerpt_truncated, excerpt_citation) = match &hit.body {
+        Some(body) if wire.excerpt.len() > max_excerpt => {
+            let (fitted, truncated) = fitted_excerpt(
+                &body.text,
+                &body.spans,
+                &body.instances,
+                scores,
+                SNIPPET_TOKENS,
+                max_excerpt,
+            );
+            let citation = match &hit.source {
+                Source::Artifact(row) => excerpt_citation(row, body, fitted.start, fitted.end),
+                Source::Claim(_) => None,
+            };
+            (fitted.text, truncated, citation)
+        }
+        _ => (wire.excerpt.clone(), false, wire.excerpt_citation.clone()),
+    };
     RecallArtifactReference {
         artifact_id: wire.entity_id.as_str().into(),
         revision_id: wire.revision_id.as_str().into(),
         citation: artifact_citation(&wire.entity_id, &wire.revision_id),
         title: wire.title.clone(),
         status: wire.status,
-        excerpt: cut.to_owned(),
-        excerpt_truncated: cut.len() < wire.excerpt.len(),
+        excerpt,
+        excerpt_truncated,
+        excerpt_citation,
         score: wire.score,
         matched_by: wire.matched_by.clone(),
         risk_signals: labels(risk_signals(&wire.title, &wire.excerpt)),
+        qualification: wire.ranking.qualification.clone(),
     }
+}
+
+/// The byte window `[from, to)` of an evidence preview: the whole text when it fits in
+/// `max_bytes`; otherwise `max_bytes` around the best-weighted query match, on character
+/// (and where possible word) boundaries, or the start of the text when no match fits.
+fn evidence_window(plan: &Plan, text: &str, max_bytes: usize) -> (usize, usize) {
+    if text.len() <= max_bytes {
+        return (0, text.len());
+    }
+    let head = (0, text.floor_char_boundary(max_bytes));
+    let text_words = words(text);
+    let matched = plan.match_words(&text_words);
+    let scores = plan.unit_scores();
+    let best = matched
+        .instances
+        .iter()
+        .max_by(|a, b| scores[a.0].cmp(&scores[b.0]).then(b.1.cmp(&a.1)));
+    let Some(&(_, position, len)) = best else {
+        return head;
+    };
+    let (match_start, match_end) = (text_words[position].start, text_words[position + len - 1].end);
+    if match_end - match_start > max_bytes {
+        return head;
+    }
+    let slack = max_bytes - (match_end - match_start);
+    let mut start = match_start.saturating_sub(slack / 2);
+    let mut end = (start + max_bytes).min(text.len());
+    start = end.saturating_sub(max_bytes).min(start);
+    start = text.ceil_char_boundary(start);
+    end = text.floor_char_boundary(end);
+    // Prefer whole words at both edges when that keeps the match.
+    if let Some(word) = text_words.iter().find(|w| w.start < start && start < w.end)
+        && word.end <= match_start
+    {
+        start = word.end;
+    }
+    if let Some(word) = text_words.iter().find(|w| w.start < end && end < w.end)
+        && word.start >= match_end
+    {
+        end = word.start;
+    }
+    (start, end.max(start))
 }

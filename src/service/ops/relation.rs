@@ -204,7 +204,11 @@ fn snapshot(
 
 /// Cuts a page so its items' encoded JSON stays within `max_bytes`; the page is then
 /// truncated too. `more` says whether rows beyond the page already exist.
-fn cap_page<T: Serialize>(items: Vec<T>, more: bool, max_bytes: usize) -> Result<(Vec<T>, bool), ServiceError> {
+pub(super) fn cap_page<T: Serialize>(
+    items: Vec<T>,
+    more: bool,
+    max_bytes: usize,
+) -> Result<(Vec<T>, bool), ServiceError> {
     let mut used = 0usize;
     let mut kept = Vec::with_capacity(items.len());
     let total = items.len();
@@ -223,7 +227,7 @@ fn cap_page<T: Serialize>(items: Vec<T>, more: bool, max_bytes: usize) -> Result
 }
 
 /// The empty-page hint: one explicit step broader, never applied automatically.
-fn broaden_hint(what: &str, horizon: Horizon) -> Option<String> {
+pub(super) fn broaden_hint(what: &str, horizon: Horizon) -> Option<String> {
     let next = match horizon {
         Horizon::Ambient => Horizon::Workspace,
         Horizon::Workspace => Horizon::Personal,

@@ -14,11 +14,7 @@ use crate::store::revisioned::{self, RevisionRow, Revisioned};
 use crate::store::{StoreError, StoreResult, Tx, scope};
 
 /// How an entity's rows become wire records and acknowledgements.
-pub(super) trait Entity: Revisioned + 'static
-where
-    Self::Row: Send + 'static,
-    Self::NewRevision: Send + 'static,
-{
+pub(super) trait Entity: Revisioned + 'static {
     type Record: Serialize;
     /// The stored status of a closed entity, and how the close is described
     /// (`forgotten`, `retracted`).
@@ -32,18 +28,23 @@ where
 }
 
 /// An exact get: the head, or the named revision with the entity's current lifecycle.
-pub(super) fn get<E: Entity>(service: &Service, id: &str, revision_id: Option<&str>) -> Result<E::Row, ServiceError>
-where
-    E::Row: Send + 'static,
-    E::NewRevision: Send + 'static,
-{
+pub(super) fn get<E: Entity>(service: &Service, id: &str, revision_id: Option<&str>) -> Result<E::Row, ServiceError> {
     validate::id(&format!("{}_id", E::ENTITY), id)?;
     if let Some(revision_id) = revision_id {
         validate::id("revision_id", revision_id)?;
     }
     let row = service
         .store()
-        .read(|conn| revisioned::get::<E>(conn, id, revision_id))?
+        .read(|conn| match revisioned::get::<E>(conn, id, revision_id)? {
+            // A purged revision reads as `NOT_FOUND` with `details.state = "purged"`.
+            Some(row) if row.purged() => Err(crate::store::tombstone::purged_error_from(
+                conn,
+                E::ENTITY.as_str(),
+                row.entity_id(),
+                Some(row.revision_id()),
+            )),
+            other => Ok(other),
+        })?
         .ok_or_else(|| StoreError::NotFound(E::not_found(id, revision_id)))?;
     service.grant().check_owner(E::ENTITY, id, row.owner())?;
     Ok(row)
@@ -55,11 +56,7 @@ pub(super) fn history<E: Entity>(
     id: &str,
     limit: i64,
     before: Option<i64>,
-) -> Result<Output, ServiceError>
-where
-    E::Row: Send + 'static,
-    E::NewRevision: Send + 'static,
-{
+) -> Result<Output, ServiceError> {
     validate::id(&format!("{}_id", E::ENTITY), id)?;
     let limit = validate::limit("limit", limit, limits::MAX_HISTORY_ITEMS)?;
     let before = validate::history_cursor("before_revision_number", before)?;
@@ -87,11 +84,7 @@ pub(super) fn write_existing<E: Entity>(
     call: &Call,
     id: String,
     apply: impl FnOnce(&Tx<'_>, E::Row) -> StoreResult<(E::Row, i64)> + Send + 'static,
-) -> Result<Output, ServiceError>
-where
-    E::Row: Send + 'static,
-    E::NewRevision: Send + 'static,
-{
+) -> Result<Output, ServiceError> {
     let key = call.idempotency_key()?;
     let ambient = context_owner(call.context()?);
     service.grant().check_entity(service, E::ENTITY, &id)?;
@@ -108,11 +101,7 @@ where
 }
 
 /// `REVISION_CONFLICT` unless `requested` is the head revision.
-pub(super) fn check_if_revision<E: Entity>(head: &E::Row, requested: &str) -> StoreResult<()>
-where
-    E::Row: Send + 'static,
-    E::NewRevision: Send + 'static,
-{
+pub(super) fn check_if_revision<E: Entity>(head: &E::Row, requested: &str) -> StoreResult<()> {
     if head.revision_id() == requested {
         return Ok(());
     }
@@ -131,11 +120,7 @@ pub(super) fn close<E: Entity>(
     call: &Call,
     id: String,
     reason: String,
-) -> Result<Output, ServiceError>
-where
-    E::Row: Send + 'static,
-    E::NewRevision: Send + 'static,
-{
+) -> Result<Output, ServiceError> {
     validate::id(&format!("{}_id", E::ENTITY), &id)?;
     validate::bounded("reason", &reason, limits::MAX_REASON_BYTES)?;
     write_existing::<E>(service, call, id, move |tx, head| {

@@ -2,25 +2,26 @@
 //! candidates → merge → cut to the limit → `bounded_recency_v1` → hits with excerpts,
 //! citations, provenance and currentness, all judged at one evaluation instant.
 
-use std::cmp::Ordering;
-
 use rusqlite::Connection;
 
+use super::candidates::{self, Body, Examined, MAX_NEAR_MISSES, Table};
 use crate::protocol::artifact::ArtifactStatus;
 use crate::protocol::claim::EvidenceLocator;
 use crate::protocol::relation::EntityType;
-use crate::protocol::retrieval::{ClaimHitProvenance, SearchHit, SearchInput, SearchRanking, SearchResult};
+use crate::protocol::retrieval::{
+    ClaimHitProvenance, NearMiss, QueryAnalysis, SearchHit, SearchInput, SearchRanking, SearchResult,
+};
 use crate::protocol::{AmbientContext, Horizon, Label, limits};
 use crate::retrieval::rank::{self, EffectiveBasis, RankInput};
-use crate::retrieval::snippet::{SNIPPET_TOKENS, snippet};
-use crate::retrieval::{FtsQuery, build_fts_query};
+use crate::retrieval::snippet::{SNIPPET_TOKENS, window_excerpt};
+use crate::retrieval::{Analysis, Plan, analyze};
 use crate::service::convert::{context_owner, evidence_locator, owner_context, stored_object};
 use crate::service::validate;
 use crate::service::{Call, Output, Service, ServiceError, to_value};
-use crate::store::artifact::{ArtifactRow, is_indexable_media_type};
+use crate::store::artifact::ArtifactRow;
 use crate::store::claim::ClaimRow;
 use crate::store::scope::Owner;
-use crate::store::search::{self as store_search, CandidateQuery, Pins};
+use crate::store::search::{self as store_search, Pins};
 use crate::store::{StoreError, StoreResult};
 use crate::timefmt::{self, Timestamp};
 
@@ -28,7 +29,8 @@ pub(super) fn search(service: &Service, call: &Call, input: SearchInput) -> Resu
     let request = SearchRequest::new(&input, call.context()?)?;
     let ranked = service.store().read(|conn| {
         store_search::ensure_index_ready(conn, request.min_commit_seq)?;
-        request.run(service, conn, Kinds::Both)
+        let plan = request.plan(service, conn)?;
+        request.run(service, conn, &plan, Kinds::Both, MAX_NEAR_MISSES)
     })?;
     let broaden_hint = ranked.broaden_hint(request.horizon);
     let refine_hint = ranked.refine_hint("matches", "limit", limits::MAX_SEARCH_ITEMS);
@@ -36,6 +38,8 @@ pub(super) fn search(service: &Service, call: &Call, input: SearchInput) -> Resu
         query: input.query,
         horizon: request.horizon,
         retrieval_mode: rank::retrieval_mode(request.recency).into(),
+        query_analysis: ranked.query_analysis.clone(),
+        near_misses: ranked.near_misses.clone(),
         hits: ranked.hits.into_iter().map(|hit| hit.wire).collect(),
         truncated: ranked.truncated,
         refine_hint,
@@ -57,18 +61,18 @@ pub(super) enum Kinds {
 }
 
 impl Kinds {
-    fn artifacts(self) -> bool {
-        matches!(self, Kinds::Both | Kinds::Artifacts)
-    }
-
-    fn claims(self) -> bool {
-        matches!(self, Kinds::Both | Kinds::Claims)
+    fn tables(self) -> &'static [Table] {
+        match self {
+            Kinds::Both => &[Table::Artifacts, Table::Claims],
+            Kinds::Artifacts => &[Table::Artifacts],
+            Kinds::Claims => &[Table::Claims],
+        }
     }
 }
 
 /// A validated search, ready to run against a snapshot.
 pub(super) struct SearchRequest {
-    pub fts: FtsQuery,
+    pub analysis: Analysis,
     pub horizon: Horizon,
     pub ambient: Owner,
     pub pins: Pins,
@@ -84,10 +88,10 @@ impl SearchRequest {
     /// Checks the query, the limit and `min_commit_seq`, in that order (the reason is bounded
     /// for every horizon operation before dispatch).
     pub fn new(input: &SearchInput, context: &AmbientContext) -> Result<SearchRequest, ServiceError> {
-        let fts = query(&input.query)?;
+        let analysis = analyze(&input.query).map_err(|e| ServiceError::invalid(e.to_string()))?;
         let limit = validate::limit("limit", input.limit, limits::MAX_SEARCH_ITEMS)?;
         Ok(SearchRequest {
-            fts,
+            analysis,
             horizon: input.horizon,
             ambient: context_owner(context),
             pins: Pins::parse(&context.pins),
@@ -102,7 +106,7 @@ impl SearchRequest {
     /// The same search with another limit (recall runs one per entity type).
     pub fn with_limit(&self, limit: usize) -> SearchRequest {
         SearchRequest {
-            fts: self.fts.clone(),
+            analysis: self.analysis.clone(),
             pins: self.pins.clone(),
             ambient: self.ambient.clone(),
             limit,
@@ -110,46 +114,45 @@ impl SearchRequest {
         }
     }
 
-    /// Runs the search in the caller's snapshot.
-    pub fn run(&self, service: &Service, conn: &Connection, kinds: Kinds) -> StoreResult<Ranked> {
-        let now_db = timefmt::to_db(&self.evaluated_at);
-        let query = CandidateQuery {
-            match_expr: &self.fts.match_expr,
-            ambient: &self.ambient,
-            horizon: self.horizon,
-            pins: &self.pins,
-            include_historical: self.include_historical,
-            now_db: &now_db,
-            cap: 2 * (self.limit + 1),
-        };
-        let mut merged: Vec<(Source, f64)> = Vec::new();
-        if kinds.artifacts() {
-            for candidate in store_search::artifact_candidates(conn, &query)? {
-                merged.push((
-                    Source::Artifact(candidate.row),
-                    rank::lexical_score_from_bm25(candidate.bm25),
-                ));
-            }
-        }
-        if kinds.claims() {
-            for candidate in store_search::claim_candidates(conn, &query)? {
-                merged.push((
-                    Source::Claim(candidate.row),
-                    rank::lexical_score_from_bm25(candidate.bm25),
-                ));
-            }
-        }
-        merged.sort_by(|(a, sa), (b, sb)| {
-            sb.partial_cmp(sa)
-                .unwrap_or(Ordering::Equal)
-                .then_with(|| a.entity_id().cmp(b.entity_id()))
-        });
-        let truncated = merged.len() > self.limit;
-        merged.truncate(self.limit);
+    /// Plans the query against the store's vocabulary as of `conn`'s snapshot.
+    pub fn plan(&self, service: &Service, conn: &Connection) -> StoreResult<Plan> {
+        service.vocabulary().with_current(service.store(), conn, |vocabulary| {
+            Plan::new(self.analysis.clone(), vocabulary)
+        })
+    }
 
-        let judged: Vec<Judged> = merged
+    /// Runs the search in the caller's snapshot: qualified candidates only, cut to the
+    /// limit, then `bounded_recency_v1`. Up to `near_misses` unqualified candidates are
+    /// kept apart.
+    pub fn run(
+        &self,
+        service: &Service,
+        conn: &Connection,
+        plan: &Plan,
+        kinds: Kinds,
+        near_misses: usize,
+    ) -> StoreResult<Ranked> {
+        let now_db = timefmt::to_db(&self.evaluated_at);
+        let mut qualified = Vec::new();
+        let mut unqualified = Vec::new();
+        for &table in kinds.tables() {
+            let gathered = candidates::gather(service, conn, self, plan, table, self.limit + 1)?;
+            qualified.extend(gathered.qualified);
+            unqualified.extend(gathered.unqualified);
+        }
+        candidates::settle(&mut qualified, &mut unqualified);
+        if !self.include_historical {
+            qualified = candidates::collapse_duplicates(conn, qualified, self.limit)?;
+        }
+        let truncated = qualified.len() > self.limit;
+        qualified.truncate(self.limit);
+
+        let known: Vec<String> = qualified.iter().map(|e| e.entity_id().to_owned()).collect();
+        let misses = self.near_misses(service, conn, plan, kinds, unqualified, &known, near_misses)?;
+
+        let judged: Vec<Judged> = qualified
             .into_iter()
-            .map(|(source, lexical_score)| self.judge(source, lexical_score, &now_db))
+            .map(|examined| self.judge(examined, &now_db))
             .collect();
         let inputs: Vec<RankInput> = judged.iter().map(|j| j.rank_input).collect();
         let positions = rank::rerank(&inputs, self.recency);
@@ -168,21 +171,63 @@ impl SearchRequest {
                 effective_at_basis: judged.basis.as_str().into(),
                 evaluated_at: timefmt::to_wire(&self.evaluated_at),
                 decay_class: judged.rank_input.class.as_str().into(),
+                qualification: candidates::qualification_info(plan, &judged.examined),
+                collapsed_duplicates: judged.examined.collapsed.clone(),
             };
-            let hit = self.build_hit(service, judged, ranking, position.score)?;
+            let hit = self.build_hit(plan, judged, ranking, position.score)?;
             hits.push((position.final_position, hit));
         }
         hits.sort_by_key(|(position, _)| *position);
+        let hits: Vec<RankedHit> = hits.into_iter().map(|(_, hit)| hit).collect();
+        let query_analysis = candidates::query_analysis(plan, hits.is_empty(), misses.len());
         Ok(Ranked {
-            hits: hits.into_iter().map(|(_, hit)| hit).collect(),
+            hits,
             truncated,
             limit: self.limit,
+            near_misses: misses,
+            query_analysis,
         })
     }
 
+    /// Up to `count` near misses: the unqualified candidates already examined, topped up by
+    /// one any-unit fetch per table when nothing qualified. `known` are entity ids already
+    /// returned as hits.
+    #[allow(clippy::too_many_arguments)]
+    pub fn near_misses(
+        &self,
+        service: &Service,
+        conn: &Connection,
+        plan: &Plan,
+        kinds: Kinds,
+        mut unqualified: Vec<Examined>,
+        known: &[String],
+        count: usize,
+    ) -> StoreResult<Vec<NearMiss>> {
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        unqualified.retain(|e| !known.iter().any(|k| k == e.entity_id()));
+        // One more fetch only when nothing qualified: then the near misses are the answer's
+        // only lead, and otherwise the examined candidates suffice.
+        if unqualified.len() < count && known.is_empty() {
+            let mut seen: Vec<&str> = known.iter().map(String::as_str).collect();
+            let ids: Vec<String> = unqualified.iter().map(|e| e.entity_id().to_owned()).collect();
+            seen.extend(ids.iter().map(String::as_str));
+            let mut extra = Vec::new();
+            for &table in kinds.tables() {
+                extra.extend(candidates::more_near_misses(service, conn, self, plan, table, &seen)?);
+            }
+            unqualified.extend(extra);
+        }
+        candidates::order_near_misses(&mut unqualified);
+        unqualified.truncate(count);
+        Ok(unqualified.iter().map(|e| self.near_miss(plan, e)).collect())
+    }
+
     /// Currentness, effective time and recency eligibility of one candidate.
-    fn judge(&self, source: Source, lexical_score: f64, now_db: &str) -> Judged {
-        let (effective_db, basis, class, temporal, eligible_lifecycle) = match &source {
+    fn judge(&self, examined: Examined, now_db: &str) -> Judged {
+        let lexical_score = examined.lexical_score;
+        let (effective_db, basis, class, temporal, eligible_lifecycle) = match &examined.source {
             Source::Artifact(row) => (
                 row.revision_created_at.clone(),
                 EffectiveBasis::RevisionCreatedAt,
@@ -209,7 +254,7 @@ impl SearchRequest {
         let effective_at = timefmt::parse_db(&effective_db).unwrap_or(self.evaluated_at);
         let age_seconds = (self.evaluated_at - effective_at).num_seconds();
         Judged {
-            source,
+            examined,
             temporal,
             effective_at,
             basis,
@@ -222,29 +267,64 @@ impl SearchRequest {
         }
     }
 
-    fn build_hit(
-        &self,
-        service: &Service,
-        judged: Judged,
-        ranking: SearchRanking,
-        score: f64,
-    ) -> StoreResult<RankedHit> {
+    fn near_miss(&self, plan: &Plan, examined: &Examined) -> NearMiss {
+        let (entity_type, entity_id, revision_id, citation, title, excerpt, excerpt_citation) = match &examined.source {
+            Source::Artifact(row) => {
+                let (excerpt, excerpt_citation) = artifact_excerpt(plan, row, examined.body.as_ref());
+                (
+                    EntityType::Artifact,
+                    row.artifact_id.to_string(),
+                    row.revision_id.clone().into(),
+                    artifact_citation(&row.artifact_id, &row.revision_id),
+                    row.title.clone(),
+                    excerpt,
+                    excerpt_citation,
+                )
+            }
+            Source::Claim(row) => (
+                EntityType::Claim,
+                row.claim_id.to_string(),
+                row.revision_id.clone().into(),
+                claim_citation(&row.claim_id, &row.revision_id),
+                format!("{} claim", row.claim_type),
+                row.statement.clone(),
+                None,
+            ),
+        };
+        NearMiss {
+            entity_type,
+            entity_id,
+            revision_id,
+            citation,
+            title,
+            excerpt,
+            excerpt_citation,
+            qualification: candidates::qualification_info(plan, examined),
+        }
+    }
+
+    fn build_hit(&self, plan: &Plan, judged: Judged, ranking: SearchRanking, score: f64) -> StoreResult<RankedHit> {
         let evaluated_at = timefmt::to_wire(&self.evaluated_at);
-        let wire = match &judged.source {
-            Source::Artifact(row) => SearchHit {
-                entity_type: EntityType::Artifact,
-                entity_id: row.artifact_id.to_string(),
-                revision_id: row.revision_id.clone().into(),
-                status: row.status.into(),
-                title: row.title.clone(),
-                excerpt: artifact_excerpt(service, row, &self.fts.tokens)?,
-                citation: artifact_citation(&row.artifact_id, &row.revision_id),
-                context: owner_context(&row.owner),
-                score,
-                ranking,
-                matched_by: labels(rank::matched_by(self.recency)),
-                provenance: stored_object(&row.provenance_json),
-            },
+        let examined = judged.examined;
+        let wire = match &examined.source {
+            Source::Artifact(row) => {
+                let (excerpt, excerpt_citation) = artifact_excerpt(plan, row, examined.body.as_ref());
+                SearchHit {
+                    entity_type: EntityType::Artifact,
+                    entity_id: row.artifact_id.to_string(),
+                    revision_id: row.revision_id.clone().into(),
+                    status: row.status.into(),
+                    title: row.title.clone(),
+                    excerpt,
+                    excerpt_citation,
+                    citation: artifact_citation(&row.artifact_id, &row.revision_id),
+                    context: owner_context(&row.owner),
+                    score,
+                    ranking,
+                    matched_by: labels(rank::matched_by(self.recency)),
+                    provenance: stored_object(&row.provenance_json),
+                }
+            }
             Source::Claim(row) => {
                 let temporal_state = judged.temporal.unwrap_or("current");
                 let provenance = ClaimHitProvenance {
@@ -265,6 +345,7 @@ impl SearchRequest {
                     status: row.status.into(),
                     title: format!("{} claim", row.claim_type),
                     excerpt: row.statement.clone(),
+                    excerpt_citation: None,
                     citation: claim_citation(&row.claim_id, &row.revision_id),
                     context: owner_context(&row.owner),
                     score,
@@ -276,8 +357,9 @@ impl SearchRequest {
         };
         Ok(RankedHit {
             wire,
-            source: judged.source,
+            source: examined.source,
             temporal_state: judged.temporal,
+            body: examined.body,
         })
     }
 }
@@ -289,7 +371,7 @@ pub(super) enum Source {
 }
 
 impl Source {
-    fn entity_id(&self) -> &str {
+    pub fn entity_id(&self) -> &str {
         match self {
             Source::Artifact(row) => &row.artifact_id,
             Source::Claim(row) => &row.claim_id,
@@ -298,7 +380,7 @@ impl Source {
 }
 
 struct Judged {
-    source: Source,
+    examined: Examined,
     temporal: Option<&'static str>,
     effective_at: Timestamp,
     basis: EffectiveBasis,
@@ -311,14 +393,18 @@ pub(super) struct RankedHit {
     pub source: Source,
     /// Claims only.
     pub temporal_state: Option<&'static str>,
+    /// Artifacts with a text body: the body and its match positions.
+    pub body: Option<Body>,
 }
 
 /// The final hits of one ranked search.
 pub(super) struct Ranked {
     pub hits: Vec<RankedHit>,
-    /// More merged candidates existed than the limit.
+    /// More qualified candidates existed than the limit.
     pub truncated: bool,
     pub limit: usize,
+    pub near_misses: Vec<NearMiss>,
+    pub query_analysis: QueryAnalysis,
 }
 
 impl Ranked {
@@ -336,16 +422,11 @@ impl Ranked {
     /// Present only for an empty ambient result: one explicit step broader, never automatic.
     pub fn broaden_hint(&self, horizon: Horizon) -> Option<String> {
         (self.hits.is_empty() && horizon == Horizon::Ambient).then(|| {
-            "Nothing matched at the ambient horizon. If the task justifies wider recall, repeat the request \
-             with horizon \"workspace\" and a non-empty reason; Memoree never broadens on its own."
+            "Nothing relevant matched at the ambient horizon. If the task justifies wider recall, repeat the \
+             request with horizon \"workspace\" and a non-empty reason; Memoree never broadens on its own."
                 .to_owned()
         })
     }
-}
-
-/// Builds the FTS expression, mapping query errors to `INVALID_REQUEST`.
-pub(super) fn query(text: &str) -> Result<FtsQuery, ServiceError> {
-    build_fts_query(text).map_err(|e| ServiceError::invalid(e.to_string()))
 }
 
 /// `min_commit_seq`, which must not be negative.
@@ -369,13 +450,32 @@ fn temporal_state(row: &ClaimRow, now_db: &str) -> &'static str {
     }
 }
 
-/// The body snippet of an artifact whose body is indexed as text; `""` otherwise.
-fn artifact_excerpt(service: &Service, row: &ArtifactRow, tokens: &[String]) -> StoreResult<String> {
-    if !is_indexable_media_type(&row.media_type) {
-        return Ok(String::new());
-    }
-    let bytes = row.read_content(service.store().blobs())?;
-    Ok(snippet(&String::from_utf8_lossy(&bytes), tokens, SNIPPET_TOKENS))
+/// The match window of an artifact body and the exact bytes it shows (`""` and none when
+/// the body is not indexed as text or empty).
+pub(super) fn artifact_excerpt(plan: &Plan, row: &ArtifactRow, body: Option<&Body>) -> (String, Option<String>) {
+    let Some(body) = body else {
+        return (String::new(), None);
+    };
+    let excerpt = window_excerpt(
+        &body.text,
+        &body.spans,
+        &body.instances,
+        &plan.unit_scores(),
+        SNIPPET_TOKENS,
+    );
+    let citation = excerpt_citation(row, body, excerpt.start, excerpt.end);
+    (excerpt.text, citation)
+}
+
+/// `memoree://artifact/<artifact>@<revision>#<start>-<end>` for a non-empty range of a body
+/// whose text offsets are byte offsets.
+pub(super) fn excerpt_citation(row: &ArtifactRow, body: &Body, start: usize, end: usize) -> Option<String> {
+    (body.exact_bytes && start < end).then(|| {
+        format!(
+            "{}#{start}-{end}",
+            artifact_citation(&row.artifact_id, &row.revision_id)
+        )
+    })
 }
 
 /// `memoree://artifact/<artifact>@<revision>`.

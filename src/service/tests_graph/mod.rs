@@ -1,5 +1,6 @@
 //! Service-level tests for relations, conflict cases, write scope and horizons (issue 5).
 
+mod browse;
 mod conflict;
 mod grant;
 mod property;

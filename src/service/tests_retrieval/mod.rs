@@ -1,7 +1,8 @@
-//! Service-level tests for `search`, `memory.recall` and `context.build` (issue 6). Every
+//! Service-level tests for `search`, `memory.recall` and `context.build` (issues 6 and 13). Every
 //! response is checked against the hand-written result schemas.
 
 mod context;
+mod qualification;
 mod recall;
 mod search;
 pub(super) mod support;

@@ -413,14 +413,15 @@ fn more_matches_than_the_limit_set_truncated_and_a_refine_hint() {
 #[test]
 fn recency_promotes_a_fresh_observation_over_an_equal_stale_fact_only_when_enabled() {
     let f = fixture();
+    // The statements differ in a number, so they never collapse as duplicates.
     let stale = f.claim(
         &main_ctx(),
-        "The manatee pump pressure is nominal",
+        "The manatee pump pressure is nominal at 3 bar",
         json!({"valid_from": days_from_now(-3650)}),
     );
     let fresh = f.claim(
         &main_ctx(),
-        "The manatee pump pressure is nominal",
+        "The manatee pump pressure is nominal at 4 bar",
         json!({"claim_type": "observation"}),
     );
     let lexical = f.search(&main_ctx(), json!({"query": "manatee", "recency": {"enabled": false}}));

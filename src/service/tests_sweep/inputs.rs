@@ -49,12 +49,11 @@ pub(super) fn string_rule(op: Operation, name: &str) -> StringRule {
         "actor" => rule(Some(limits::MAX_ACTOR_BYTES), false),
         // Only a broad horizon needs a reason; under the ambient horizon it is unused.
         "reason" => rule(Some(limits::MAX_REASON_BYTES), op.supports_explicit_horizon()),
-        "artifact_id" | "revision_id" | "claim_id" | "if_revision" | "source_id" | "target_id" | "entity_id" => {
-            rule(Some(limits::MAX_ID_BYTES), false)
-        }
+        "artifact_id" | "revision_id" | "claim_id" | "if_revision" | "source_id" | "target_id" | "entity_id"
+        | "cites_artifact_id" | "cites_revision_id" => rule(Some(limits::MAX_ID_BYTES), false),
         "query" => rule(Some(limits::MAX_QUERY_BYTES), false),
         "statement" => rule(Some(limits::MAX_CLAIM_STATEMENT_BYTES), false),
-        "valid_from" | "valid_until" | "destination" => rule(None, false),
+        "valid_from" | "valid_until" | "destination" | "source" => rule(None, false),
         other => panic!("the sweep has no rule for string property {op}:{other}"),
     }
 }

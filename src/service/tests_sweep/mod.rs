@@ -125,6 +125,18 @@ impl Sweep {
         );
         self.seeds.claim_id = claim["claim_id"].as_str().unwrap().to_owned();
         self.seeds.claim_revision = claim["revision_id"].as_str().unwrap().to_owned();
+        crate::store::portable::export::export(
+            &self.data_dir,
+            &self.archive(),
+            &crate::store::portable::Scope::All,
+            false,
+        )
+        .unwrap();
+    }
+
+    /// An export of the seeded store, the source of the base `import` request.
+    pub fn archive(&self) -> PathBuf {
+        self.root.join("seed-archive")
     }
 
     /// A fresh request id.
@@ -217,10 +229,27 @@ impl Sweep {
                 "query": "sweep hostile", "horizon": "ambient", "reason": "sweep", "limit": 5, "include_historical": false,
                 "min_commit_seq": 0, "recency": {"enabled": true}, "max_bytes": 4096,
             }),
+            Operation::ArtifactList => json!({
+                "horizon": "ambient", "reason": "sweep", "kind": "note", "status": "active", "limit": 10,
+                "before_commit_seq": 100,
+            }),
+            Operation::ClaimList => json!({
+                "horizon": "ambient", "reason": "sweep", "claim_type": "fact", "status": "active",
+                "temporal_state": "current", "cites_artifact_id": s.artifact_id, "cites_revision_id": s.artifact_revision,
+                "revisions": "all", "limit": 10, "before_commit_seq": 100,
+            }),
+            Operation::EventList => json!({
+                "horizon": "ambient", "reason": "sweep", "entity_type": "claim", "entity_id": s.claim_id, "limit": 10,
+                "before_commit_seq": 100,
+            }),
             Operation::BackupCreate => {
                 let n = self.next_id + 1;
                 json!({"destination": self.root.join("backups").join(format!("base-{n}")).to_str().unwrap()})
             }
+            Operation::ArtifactPurge => json!({"artifact_id": MISSING_ARTIFACT, "reason": "sweep", "actor": "sweeper"}),
+            Operation::ClaimPurge => json!({"claim_id": MISSING_CLAIM, "reason": "sweep", "actor": "sweeper"}),
+            // Merging an export of the seeded store into itself changes nothing.
+            Operation::Import => json!({"source": self.archive().to_str().unwrap(), "mode": "merge"}),
         }
     }
 

@@ -1,0 +1,156 @@
+//! Schema checks on every exchange ([`Checks`]). The reference bundle
+//! (`../shared/spec/reference-schema-v1.json` beside the repository, or the kit's
+//! `--reference-schema`) validates requests, inputs, response envelopes and successful results
+//! of every trial. The project's own schemas (`spec/v1/schema/`) describe Memoree, extensions
+//! included, so they validate every trial in tree but only `memoree`-level trials when the kit
+//! checks another implementation: a v1 trial must fail only on what breaks v1.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use jsonschema::Validator;
+use serde_json::Value;
+
+use super::level::Level;
+use super::transport::Outgoing;
+
+/// Which trials the project's own schemas check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OurSchemas {
+    /// Every trial (the in-tree runner, which tests Memoree itself).
+    Always,
+    /// Only `memoree`-level trials (the kit, which may test another implementation).
+    MemoreeLevelOnly,
+}
+
+/// The schema checks applied to every exchange of a trial.
+pub struct Checks {
+    pub reference: Option<Schemas>,
+    pub ours: OurSchemas,
+}
+
+impl Checks {
+    /// Checks one exchange of a trial at `level`.
+    pub fn check(
+        &self,
+        level: Level,
+        request: &Outgoing,
+        response: &Value,
+        request_meant_valid: bool,
+    ) -> Result<(), String> {
+        if let Some(reference) = &self.reference {
+            reference.check(request, response, request_meant_valid)?;
+        }
+        if self.ours == OurSchemas::Always || level == Level::Memoree {
+            validate_against_our_schemas(request, response)?;
+        }
+        Ok(())
+    }
+}
+
+/// The compiled reference schema bundle.
+pub struct Schemas {
+    request: Validator,
+    response: Validator,
+    inputs: HashMap<String, Validator>,
+    results: HashMap<String, Validator>,
+}
+
+fn compile(schema: &Value, what: &str) -> Result<Validator, String> {
+    jsonschema::validator_for(schema).map_err(|e| format!("reference schema {what} does not compile: {e}"))
+}
+
+fn compile_map(bundle: &Value, key: &str) -> Result<HashMap<String, Validator>, String> {
+    let map = bundle
+        .get(key)
+        .and_then(Value::as_object)
+        .ok_or_else(|| format!("reference schema bundle has no `{key}` object"))?;
+    map.iter()
+        .map(|(op, schema)| Ok((op.clone(), compile(schema, &format!("{key}.{op}"))?)))
+        .collect()
+}
+
+/// Loads the bundle at `path`; `Ok(None)` when it is absent.
+pub fn load(path: &Path) -> Result<Option<Schemas>, String> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bundle: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let part = |key: &str| {
+        bundle
+            .get(key)
+            .ok_or_else(|| format!("reference schema bundle has no `{key}`"))
+    };
+    Ok(Some(Schemas {
+        request: compile(part("request")?, "request")?,
+        response: compile(part("response")?, "response")?,
+        inputs: compile_map(&bundle, "operation_inputs")?,
+        results: compile_map(&bundle, "result_types")?,
+    }))
+}
+
+fn validate(validator: &Validator, instance: &Value, what: &str) -> Result<(), String> {
+    let problems: Vec<String> = validator
+        .iter_errors(instance)
+        .take(5)
+        .map(|e| {
+            let text = e.to_string();
+            let text = match text.char_indices().nth(300) {
+                Some((cut, _)) => format!("{}…", &text[..cut]),
+                None => text,
+            };
+            format!("at `{}`: {text}", e.instance_path())
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} violates the reference schema:\n    {}",
+            problems.join("\n    ")
+        ))
+    }
+}
+
+impl Schemas {
+    /// Checks one exchange. Requests (and their inputs) are checked only when they are meant
+    /// to be valid and name an operation the reference knows; every response envelope is
+    /// checked, and a successful result against its operation's result type.
+    pub fn check(&self, request: &Outgoing, response: &Value, request_meant_valid: bool) -> Result<(), String> {
+        validate(&self.response, response, "the response envelope")?;
+        let Outgoing::Json(request) = request else {
+            return Ok(());
+        };
+        let Some(op) = request.get("op").and_then(Value::as_str) else {
+            return Ok(());
+        };
+        if request_meant_valid && let Some(input_schema) = self.inputs.get(op) {
+            validate(&self.request, request, "the request")?;
+            let input = request.get("input").unwrap_or(&Value::Null);
+            validate(input_schema, input, &format!("the {op} input"))?;
+        }
+        if response.get("ok") == Some(&Value::Bool(true))
+            && let (Some(result_schema), Some(result)) = (self.results.get(op), response.get("result"))
+        {
+            validate(result_schema, result, &format!("the {op} result"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Checks every response against the project's own schemas (`spec/v1/schema/`): the
+/// envelope always, and the result of a successful response against its operation's result
+/// schema.
+pub fn validate_against_our_schemas(request: &Outgoing, response: &Value) -> Result<(), String> {
+    use memoree::protocol::{Operation, schema};
+    schema::validate_response(response).map_err(|v| format!("response violates spec/v1/schema/response.json: {v}"))?;
+    let op = request.op().and_then(Operation::from_wire_name);
+    if let (Some(op), Some(true), Some(result)) =
+        (op, response.get("ok").and_then(Value::as_bool), response.get("result"))
+    {
+        schema::validate_result(op, result)
+            .map_err(|v| format!("{op} result violates spec/v1/schema/results/{op}.json: {v}"))?;
+    }
+    Ok(())
+}

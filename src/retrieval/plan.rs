@@ -1,0 +1,320 @@
+//! A query plan: the analysed units with their weights and expansions, the qualification
+//! requirement, the FTS5 expressions that fetch candidates, and the term index that checks
+//! a candidate's text. Built once per request and shared by every entity type it searches.
+//!
+//! **Invariant:** FTS5 expressions hold only double-quoted folded words (a quote inside a
+//! word is doubled), joined by `AND`/`OR` and parentheses; no user text becomes syntax.
+
+use std::collections::HashMap;
+
+use super::analyze::{Analysis, Unit, UnitKind};
+use super::qualify::{Policy, UnitWeight};
+use super::stem::stem;
+use super::text::Word;
+use super::vocabulary::{Expansion, MatchKind, Vocabulary};
+
+/// Above this many minimal qualifying combinations the candidate expression falls back to
+/// a plain `OR` of the units (and the text check alone decides).
+const MAX_CLAUSES: usize = 16;
+/// Subsets are enumerated only up to this many driving units.
+const MAX_SUBSET_UNITS: usize = 8;
+
+/// One unit with everything the pipeline needs to match it.
+#[derive(Clone, Debug)]
+pub struct PlannedUnit {
+    pub unit: Unit,
+    pub weight: UnitWeight,
+    pub expansion: Expansion,
+    /// Porter2 stem and its first three characters (word units), for the inflection check
+    /// of words the vocabulary missed.
+    stem: Option<(String, String)>,
+    /// The FTS5 expression of this unit alone.
+    pub expr: String,
+}
+
+/// Where a unit matched in one text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnitMatch {
+    pub kind: MatchKind,
+    /// The text's folded term (the first word of a phrase) that gave the best kind.
+    pub term: String,
+}
+
+/// The result of checking one text against the plan.
+#[derive(Clone, Debug, Default)]
+pub struct TextMatch {
+    /// Best match per unit.
+    pub units: Vec<Option<UnitMatch>>,
+    /// Every occurrence, for excerpt windows: `(unit, first word, word count)`.
+    pub instances: Vec<(usize, usize, usize)>,
+}
+
+impl TextMatch {
+    /// Folds another text's matches into this one (an artifact's title into its body).
+    pub fn merge_units(&mut self, other: &TextMatch) {
+        for (mine, theirs) in self.units.iter_mut().zip(&other.units) {
+            if let Some(theirs) = theirs
+                && mine.as_ref().is_none_or(|m| theirs.kind < m.kind)
+            {
+                *mine = Some(theirs.clone());
+            }
+        }
+    }
+}
+
+/// A prepared query.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub analysis: Analysis,
+    pub units: Vec<PlannedUnit>,
+    pub policy: Policy,
+    /// Candidates that may qualify; `None` when nothing can.
+    pub qualifying_expr: Option<String>,
+    /// Candidates that share at least one driving unit (near misses).
+    pub any_expr: Option<String>,
+    /// Folded term → `(unit, kind)` for word units, and first word → unit for multi-word units.
+    terms: HashMap<String, Vec<(usize, MatchKind)>>,
+    /// The query's ignored function words, highlighted in excerpts (as FTS5 would) but never
+    /// scored: word → highlight index (after the units).
+    highlights: HashMap<String, usize>,
+}
+
+impl Plan {
+    /// Plans `analysis` against the vocabulary.
+    pub fn new(analysis: Analysis, vocabulary: &Vocabulary) -> Plan {
+        let rows = vocabulary.rows();
+        let mut units = Vec::with_capacity(analysis.units.len());
+        for unit in &analysis.units {
+            // Function words searched as a last resort match only as written.
+            let expansion = if analysis.stop_words_only {
+                Expansion {
+                    terms: vec![(unit.words[0].clone(), MatchKind::Exact)],
+                    df: vocabulary.df(&unit.words[0]),
+                    corrected: false,
+                }
+            } else {
+                vocabulary.expand_as(unit, analysis.question)
+            };
+            let weight = UnitWeight::of(unit, &expansion, rows, analysis.stop_words_only);
+            let expr = unit_expr(unit, &expansion);
+            let stem = (unit.kind == UnitKind::Word && !analysis.stop_words_only).then(|| {
+                let stem = stem(&unit.words[0]);
+                let prefix: String = stem.chars().take(3).collect();
+                (stem, prefix)
+            });
+            units.push(PlannedUnit {
+                unit: unit.clone(),
+                weight,
+                expansion,
+                stem,
+                expr,
+            });
+        }
+        let policy = Policy::new(&analysis, &units.iter().map(|u| u.weight).collect::<Vec<_>>());
+        let mut terms: HashMap<String, Vec<(usize, MatchKind)>> = HashMap::new();
+        for (index, planned) in units.iter().enumerate() {
+            if planned.unit.words.len() == 1 && planned.unit.kind == UnitKind::Word {
+                for (term, kind) in &planned.expansion.terms {
+                    terms.entry(term.clone()).or_default().push((index, *kind));
+                }
+            } else if let Some(first) = planned.unit.words.first() {
+                terms.entry(first.clone()).or_default().push((index, MatchKind::Exact));
+            }
+        }
+        let mut highlights = HashMap::new();
+        for word in &analysis.ignored {
+            if !terms.contains_key(word) {
+                let next = units.len() + highlights.len();
+                highlights.entry(word.clone()).or_insert(next);
+            }
+        }
+        let qualifying_expr = qualifying_expr(&units, &policy);
+        let driving: Vec<&PlannedUnit> = driving_units(&units);
+        let any_expr = (!driving.is_empty()).then(|| or_of(driving.iter().map(|u| u.expr.as_str())));
+        Plan {
+            analysis,
+            units,
+            policy,
+            qualifying_expr,
+            any_expr,
+            terms,
+            highlights,
+        }
+    }
+
+    /// Highlight-only occurrences of the query's function words in `words`, as
+    /// `(index, position, 1)` with indexes after the units (see [`Plan::unit_scores`]).
+    pub fn highlight_instances(&self, words: &[Word]) -> Vec<(usize, usize, usize)> {
+        if self.highlights.is_empty() {
+            return Vec::new();
+        }
+        words
+            .iter()
+            .enumerate()
+            .filter_map(|(position, word)| self.highlights.get(&word.folded).map(|&i| (i, position, 1)))
+            .collect()
+    }
+
+    /// Checks one text (its folded words) against every unit.
+    pub fn match_words(&self, words: &[Word]) -> TextMatch {
+        let mut result = TextMatch {
+            units: vec![None; self.units.len()],
+            instances: Vec::new(),
+        };
+        for (position, word) in words.iter().enumerate() {
+            if let Some(candidates) = self.terms.get(&word.folded) {
+                for &(index, kind) in candidates {
+                    let unit = &self.units[index].unit;
+                    let len = unit.words.len();
+                    if len > 1 || unit.kind != UnitKind::Word {
+                        let matches = words.len() >= position + len
+                            && words[position..position + len]
+                                .iter()
+                                .zip(&unit.words)
+                                .all(|(w, u)| w.folded == *u);
+                        if !matches {
+                            continue;
+                        }
+                    }
+                    record(&mut result, index, kind, &word.folded, position, len);
+                }
+                continue;
+            }
+            // Inflections the vocabulary did not list (it may lag behind new writes).
+            for (index, planned) in self.units.iter().enumerate() {
+                let Some((stem, prefix)) = &planned.stem else { continue };
+                if word.folded.starts_with(prefix.as_str()) && super::stem::stem(&word.folded) == *stem {
+                    record(&mut result, index, MatchKind::Inflection, &word.folded, position, 1);
+                }
+            }
+        }
+        result
+    }
+
+    /// Excerpt scores per unit (see `snippet::unit_score`), then 0 for each highlight-only
+    /// function word.
+    pub fn unit_scores(&self) -> Vec<usize> {
+        self.units
+            .iter()
+            .map(|u| super::snippet::unit_score(u.weight.value))
+            .chain(std::iter::repeat_n(0, self.highlights.len()))
+            .collect()
+    }
+}
+
+fn record(result: &mut TextMatch, index: usize, kind: MatchKind, term: &str, position: usize, len: usize) {
+    let best = &mut result.units[index];
+    if best.as_ref().is_none_or(|b| kind < b.kind) {
+        *best = Some(UnitMatch {
+            kind,
+            term: term.to_owned(),
+        });
+    }
+    result.instances.push((index, position, len));
+}
+
+/// Units that drive candidate retrieval: the non-generic ones, or all when every unit is
+/// generic.
+fn driving_units(units: &[PlannedUnit]) -> Vec<&PlannedUnit> {
+    let driving: Vec<&PlannedUnit> = units.iter().filter(|u| !u.weight.generic).collect();
+    if driving.is_empty() {
+        units.iter().collect()
+    } else {
+        driving
+    }
+}
+
+/// `"a" OR "b"` as one parenthesized group.
+fn or_of<'a>(exprs: impl Iterator<Item = &'a str>) -> String {
+    let parts: Vec<&str> = exprs.collect();
+    if parts.len() == 1 {
+        parts[0].to_owned()
+    } else {
+        format!("({})", parts.join(" OR "))
+    }
+}
+
+/// Quotes one folded word or phrase for FTS5.
+fn quote(text: &str) -> String {
+    format!("\"{}\"", text.replace('"', "\"\""))
+}
+
+/// The expression of one unit: its terms OR-ed, or its exact phrase.
+fn unit_expr(unit: &Unit, expansion: &Expansion) -> String {
+    if unit.kind == UnitKind::Word {
+        let mut terms: Vec<&str> = expansion.terms.iter().map(|(t, _)| t.as_str()).collect();
+        if terms.is_empty() {
+            terms.push(&unit.words[0]);
+        }
+        terms.dedup();
+        or_of(
+            terms
+                .iter()
+                .map(|t| quote(t))
+                .collect::<Vec<_>>()
+                .iter()
+                .map(String::as_str),
+        )
+    } else {
+        quote(&unit.words.join(" "))
+    }
+}
+
+/// The candidates that may qualify: every minimal combination of driving units that reaches
+/// the requirement once the generic units are added, AND-ed within and OR-ed across.
+fn qualifying_expr(units: &[PlannedUnit], policy: &Policy) -> Option<String> {
+    if !policy.can_qualify() {
+        return None;
+    }
+    let driving: Vec<usize> = (0..units.len()).filter(|&i| !units[i].weight.generic).collect();
+    let generic_weight: f64 = units.iter().filter(|u| u.weight.generic).map(|u| u.weight.value).sum();
+    if driving.is_empty() {
+        // Every unit is generic: all of them are needed (see `Policy`).
+        return Some(units.iter().map(|u| u.expr.clone()).collect::<Vec<_>>().join(" AND "));
+    }
+    let need = policy.required - generic_weight;
+    if need <= 0.0 || driving.len() > MAX_SUBSET_UNITS {
+        return Some(or_of(driving.iter().map(|&i| units[i].expr.as_str())));
+    }
+    let mut minimal: Vec<u32> = Vec::new();
+    let mut subsets: Vec<u32> = (1u32..(1 << driving.len())).collect();
+    subsets.sort_by_key(|s| s.count_ones());
+    for subset in subsets {
+        let weight: f64 = (0..driving.len())
+            .filter(|b| subset & (1 << b) != 0)
+            .map(|b| units[driving[b]].weight.value)
+            .sum();
+        if weight + 1e-9 < need || minimal.iter().any(|m| m & subset == *m) {
+            continue;
+        }
+        minimal.push(subset);
+        if minimal.len() > MAX_CLAUSES {
+            return Some(or_of(driving.iter().map(|&i| units[i].expr.as_str())));
+        }
+    }
+    if minimal.is_empty() {
+        return None;
+    }
+    let clauses: Vec<String> = minimal
+        .iter()
+        .map(|subset| {
+            let parts: Vec<&str> = (0..driving.len())
+                .filter(|b| subset & (1 << b) != 0)
+                .map(|b| units[driving[b]].expr.as_str())
+                .collect();
+            if parts.len() == 1 {
+                parts[0].to_owned()
+            } else {
+                format!("({})", parts.join(" AND "))
+            }
+        })
+        .collect();
+    Some(if clauses.len() == 1 {
+        clauses.into_iter().next().unwrap_or_default()
+    } else {
+        clauses.join(" OR ")
+    })
+}
+
+#[cfg(test)]
+mod tests;

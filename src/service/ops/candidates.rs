@@ -1,0 +1,406 @@
+//! The qualification stage of the ranked-hit pipeline: lexical candidates are fetched with
+//! the plan's qualifying expression, each one's text is checked against the query units,
+//! and only qualified candidates go on to ranking. Candidates that matched some units but
+//! did not qualify are kept apart as near misses; they never become hits and are never
+//! counted. Near-identical claims collapse onto the best-ranked one here as well.
+
+use std::cmp::Ordering;
+
+use rusqlite::Connection;
+
+use super::search::{SearchRequest, Source};
+use crate::protocol::retrieval::{QualificationInfo, QueryAnalysis, QueryUnit, UnitMatchInfo};
+use crate::retrieval::diversity::Fingerprint;
+use crate::retrieval::plan::{Plan, TextMatch};
+use crate::retrieval::qualify::{POLICY_VERSION, Qualification, qualify};
+use crate::retrieval::snippet::Instance;
+use crate::retrieval::text::{Word, words};
+use crate::retrieval::{MatchKind, rank};
+use crate::service::Service;
+use crate::store::StoreResult;
+use crate::store::artifact::is_indexable_media_type;
+use crate::store::search::{self as store_search, CandidateQuery};
+
+/// Fetch rounds per entity type: the candidate cap grows fourfold each round while too few
+/// candidates qualified and more exist ...
+const MAX_ROUNDS: usize = 3;
+/// ... up to this many candidates per entity type.
+const MAX_CANDIDATES: usize = 512;
+/// Near misses reported by `search` and `memory.recall`.
+pub(super) const MAX_NEAR_MISSES: usize = 5;
+
+/// An artifact body as text, with its word spans and match positions for excerpts.
+pub(super) struct Body {
+    pub text: String,
+    pub spans: Vec<(usize, usize)>,
+    /// Match instances in the body, sorted by position then unit.
+    pub instances: Vec<Instance>,
+    /// The stored bytes are valid UTF-8, so offsets into `text` are offsets into them.
+    pub exact_bytes: bool,
+}
+
+/// One candidate, checked.
+pub(super) struct Examined {
+    pub source: Source,
+    pub lexical_score: f64,
+    pub body: Option<Body>,
+    pub matched: TextMatch,
+    pub qualification: Qualification,
+    /// Set when a pipeline rule (not the unit count) turned a qualified candidate away.
+    pub demoted: Option<&'static str>,
+    pub collapsed: Vec<String>,
+}
+
+impl Examined {
+    pub fn entity_id(&self) -> &str {
+        self.source.entity_id()
+    }
+
+    pub fn is_qualified(&self) -> bool {
+        self.qualification.qualified && self.demoted.is_none()
+    }
+}
+
+/// Which table a fetch reads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Table {
+    Artifacts,
+    Claims,
+}
+
+/// Qualified and unqualified candidates of one table.
+pub(super) struct Gathered {
+    pub qualified: Vec<Examined>,
+    pub unqualified: Vec<Examined>,
+}
+
+/// Fetches and checks candidates of `table` until `want` qualify or none are left.
+pub(super) fn gather(
+    service: &Service,
+    conn: &Connection,
+    request: &SearchRequest,
+    plan: &Plan,
+    table: Table,
+    want: usize,
+) -> StoreResult<Gathered> {
+    let mut gathered = Gathered {
+        qualified: Vec::new(),
+        unqualified: Vec::new(),
+    };
+    let Some(expr) = plan.qualifying_expr.as_deref() else {
+        return Ok(gathered);
+    };
+    let mut cap = (2 * want.max(1)).min(MAX_CANDIDATES);
+    let mut seen = std::collections::HashSet::new();
+    for round in 0..MAX_ROUNDS {
+        let fetched = fetch(service, conn, request, plan, table, expr, cap, &mut seen)?;
+        let exhausted = fetched.1 < cap;
+        for examined in fetched.0 {
+            if examined.qualification.qualified {
+                gathered.qualified.push(examined);
+            } else {
+                gathered.unqualified.push(examined);
+            }
+        }
+        if gathered.qualified.len() >= want || exhausted || round + 1 == MAX_ROUNDS || cap >= MAX_CANDIDATES {
+            break;
+        }
+        cap = (cap * 4).min(MAX_CANDIDATES);
+    }
+    Ok(gathered)
+}
+
+/// Near misses beyond the candidates already examined: one fetch with the any-unit
+/// expression, unqualified results only.
+pub(super) fn more_near_misses(
+    service: &Service,
+    conn: &Connection,
+    request: &SearchRequest,
+    plan: &Plan,
+    table: Table,
+    known: &[&str],
+) -> StoreResult<Vec<Examined>> {
+    let Some(expr) = plan.any_expr.as_deref() else {
+        return Ok(Vec::new());
+    };
+    let mut seen = std::collections::HashSet::new();
+    let (examined, _) = fetch(
+        service,
+        conn,
+        request,
+        plan,
+        table,
+        expr,
+        2 * MAX_NEAR_MISSES,
+        &mut seen,
+    )?;
+    Ok(examined
+        .into_iter()
+        .filter(|e| !e.qualification.qualified && !known.contains(&e.entity_id()))
+        .collect())
+}
+
+/// One candidate query of `cap` rows; returns the newly examined rows and the row count.
+#[allow(clippy::too_many_arguments)]
+fn fetch(
+    service: &Service,
+    conn: &Connection,
+    request: &SearchRequest,
+    plan: &Plan,
+    table: Table,
+    expr: &str,
+    cap: usize,
+    seen: &mut std::collections::HashSet<i64>,
+) -> StoreResult<(Vec<Examined>, usize)> {
+    let now_db = crate::timefmt::to_db(&request.evaluated_at);
+    let query = CandidateQuery {
+        match_expr: expr,
+        ambient: &request.ambient,
+        horizon: request.horizon,
+        pins: &request.pins,
+        include_historical: request.include_historical,
+        now_db: &now_db,
+        cap,
+    };
+    let mut examined = Vec::new();
+    let count;
+    match table {
+        Table::Artifacts => {
+            let rows = store_search::artifact_candidates(conn, &query)?;
+            count = rows.len();
+            for candidate in rows {
+                if seen.insert(candidate.row.seq) {
+                    examined.push(examine_artifact(service, plan, candidate.row, candidate.bm25)?);
+                }
+            }
+        }
+        Table::Claims => {
+            let rows = store_search::claim_candidates(conn, &query)?;
+            count = rows.len();
+            for candidate in rows {
+                if !seen.insert(candidate.row.seq) {
+                    continue;
+                }
+                let matched = plan.match_words(&words(&candidate.row.statement));
+                let qualification = qualify(&plan.units, &plan.policy, &matched);
+                examined.push(Examined {
+                    source: Source::Claim(candidate.row),
+                    lexical_score: rank::lexical_score_from_bm25(candidate.bm25),
+                    body: None,
+                    matched,
+                    qualification,
+                    demoted: None,
+                    collapsed: Vec::new(),
+                });
+            }
+        }
+    }
+    Ok((examined, count))
+}
+
+fn examine_artifact(
+    service: &Service,
+    plan: &Plan,
+    row: crate::store::artifact::ArtifactRow,
+    bm25: f64,
+) -> StoreResult<Examined> {
+    let mut matched = plan.match_words(&words(&row.title));
+    matched.instances.clear();
+    let body = if is_indexable_media_type(&row.media_type) {
+        let bytes = row.read_content(service.store().blobs())?;
+        let exact_bytes = std::str::from_utf8(&bytes).is_ok();
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let body_words: Vec<Word> = words(&text);
+        let body_match = plan.match_words(&body_words);
+        let mut instances: Vec<Instance> = body_match
+            .instances
+            .iter()
+            .chain(plan.highlight_instances(&body_words).iter())
+            .map(|&(unit, position, len)| Instance {
+                position,
+                phrase: unit,
+                len,
+            })
+            .collect();
+        instances.sort_by_key(|i| (i.position, i.phrase));
+        matched.merge_units(&body_match);
+        Some(Body {
+            spans: body_words.iter().map(|w| (w.start, w.end)).collect(),
+            text,
+            instances,
+            exact_bytes,
+        })
+    } else {
+        None
+    };
+    let qualification = qualify(&plan.units, &plan.policy, &matched);
+    Ok(Examined {
+        source: Source::Artifact(row),
+        lexical_score: rank::lexical_score_from_bm25(bm25),
+        body,
+        matched,
+        qualification,
+        demoted: None,
+        collapsed: Vec::new(),
+    })
+}
+
+/// Applies the cross-hit rules to the qualified candidates of a request and orders them:
+/// a candidate whose matched units were all corrected is demoted when another candidate
+/// matched a unit as written or inflected; the rest are ranked by lexical score (ties by
+/// entity id). Demoted candidates move to `unqualified`.
+pub(super) fn settle(qualified: &mut Vec<Examined>, unqualified: &mut Vec<Examined>) {
+    let any_uncorrected = qualified.iter().any(|e| e.qualification.uncorrected_weight > 0.0);
+    if any_uncorrected {
+        let (keep, demote): (Vec<Examined>, Vec<Examined>) = std::mem::take(qualified)
+            .into_iter()
+            .partition(|e| !e.qualification.corrected_only);
+        *qualified = keep;
+        for mut examined in demote {
+            examined.demoted = Some("corrected_only");
+            unqualified.push(examined);
+        }
+    }
+    qualified.sort_by(by_score);
+}
+
+fn by_score(a: &Examined, b: &Examined) -> Ordering {
+    b.lexical_score
+        .partial_cmp(&a.lexical_score)
+        .unwrap_or(Ordering::Equal)
+        .then_with(|| a.entity_id().cmp(b.entity_id()))
+}
+
+/// Collapses near-identical current claims onto the best-ranked one, never across a
+/// contradiction. Runs over at most `limit + 1` kept items.
+pub(super) fn collapse_duplicates(
+    conn: &Connection,
+    ranked: Vec<Examined>,
+    limit: usize,
+) -> StoreResult<Vec<Examined>> {
+    let mut kept: Vec<(Examined, Option<Fingerprint>)> = Vec::with_capacity(ranked.len());
+    for examined in ranked {
+        if kept.len() > limit {
+            kept.push((examined, None));
+            continue;
+        }
+        let Source::Claim(row) = &examined.source else {
+            kept.push((examined, None));
+            continue;
+        };
+        let fingerprint = Fingerprint::of(&row.statement);
+        let mut target = None;
+        for (index, (other, other_print)) in kept.iter().enumerate() {
+            let (Source::Claim(other_row), Some(other_print)) = (&other.source, other_print) else {
+                continue;
+            };
+            if other_row.claim_id != row.claim_id
+                && fingerprint.is_near_duplicate(other_print)
+                && !store_search::contradicts(conn, &row.claim_id, &other_row.claim_id)?
+            {
+                target = Some(index);
+                break;
+            }
+        }
+        match target {
+            Some(index) => {
+                let citation = super::search::claim_citation(&row.claim_id, &row.revision_id);
+                kept[index].0.collapsed.push(citation);
+            }
+            None => kept.push((examined, Some(fingerprint))),
+        }
+    }
+    Ok(kept.into_iter().map(|(e, _)| e).collect())
+}
+
+/// The orders near misses are reported in: most matched weight first, then lexical score.
+pub(super) fn order_near_misses(misses: &mut [Examined]) {
+    misses.sort_by(|a, b| {
+        b.qualification
+            .matched_weight
+            .partial_cmp(&a.qualification.matched_weight)
+            .unwrap_or(Ordering::Equal)
+            .then_with(|| by_score(a, b))
+    });
+}
+
+/// The wire form of the query's units.
+pub(super) fn query_units(plan: &Plan) -> Vec<QueryUnit> {
+    plan.units
+        .iter()
+        .map(|u| QueryUnit {
+            unit: u.unit.text.clone(),
+            kind: u.unit.kind.as_str().into(),
+            weight: u.weight.value,
+            generic: u.weight.generic,
+        })
+        .collect()
+}
+
+/// The disclosed qualification of one examined candidate.
+pub(super) fn qualification_info(plan: &Plan, examined: &Examined) -> QualificationInfo {
+    let matched = plan
+        .units
+        .iter()
+        .zip(&examined.matched.units)
+        .filter_map(|(unit, found)| {
+            found.as_ref().map(|m| UnitMatchInfo {
+                unit: unit.unit.text.clone(),
+                how: match m.kind {
+                    MatchKind::Exact => "exact",
+                    other => other.as_str(),
+                }
+                .into(),
+                term: m.term.clone(),
+            })
+        })
+        .collect();
+    QualificationInfo {
+        policy_version: POLICY_VERSION.into(),
+        qualified: examined.is_qualified(),
+        units: query_units(plan),
+        required_weight: plan.policy.required,
+        matched_weight: examined.qualification.matched_weight,
+        matched,
+        shortfall: examined.demoted.or(examined.qualification.shortfall).map(Into::into),
+    }
+}
+
+/// The query analysis, with advice when nothing qualified.
+pub(super) fn query_analysis(plan: &Plan, found_nothing: bool, near_misses: usize) -> QueryAnalysis {
+    let advice = found_nothing.then(|| advice(plan, near_misses));
+    QueryAnalysis {
+        policy_version: POLICY_VERSION.into(),
+        units: query_units(plan),
+        ignored_words: plan.analysis.ignored.clone(),
+        question: plan.analysis.question,
+        stop_words_only: plan.analysis.stop_words_only,
+        required_weight: plan.policy.required,
+        advice,
+    }
+}
+
+fn advice(plan: &Plan, near_misses: usize) -> String {
+    let policy = &plan.policy;
+    if policy.stop_words_only {
+        return "The query has only function words, so every one of them had to match. Name the topic: a \
+                distinctive word, an identifier, or a quoted phrase."
+            .to_owned();
+    }
+    if !policy.can_qualify() {
+        return "A question qualifies a hit only through two content words, or one identifier, number or quoted \
+                phrase; this one has less. Add a specific word, or send the bare keywords without question words."
+            .to_owned();
+    }
+    let mut text = format!(
+        "Nothing matched enough of the query: a hit needs units of weight {} (identifiers, numbers and quoted \
+         phrases weigh 2, generic words 0.5, other words 1).",
+        policy.required
+    );
+    if near_misses > 0 {
+        text.push_str(" near_misses lists what matched some units; reword with the words memory uses, or drop a unit.");
+    } else {
+        text.push_str(" Reword with other words for the same thing, or drop a unit.");
+    }
+    text
+}

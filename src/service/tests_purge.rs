@@ -1,0 +1,144 @@
+//! Service-level tests of `artifact.purge` / `claim.purge` and the purge notes on reads:
+//! every envelope and result is checked against the schemas.
+
+use serde_json::{Value, json};
+
+use super::Service;
+use crate::protocol::{Operation, Response, schema};
+
+fn context() -> Value {
+    json!({"workspace_id": "wsp_purge", "project_id": "prj_purge"})
+}
+
+fn call(service: &Service, op: &str, input: Value) -> Response {
+    let operation = Operation::from_wire_name(op).unwrap();
+    let mut request = json!({"request_id": "req_purge", "op": op, "input": input, "context": context()});
+    if operation.is_mutating() {
+        request["idempotency_key"] = json!(format!("key-{}", ulid::Ulid::new()));
+    }
+    let response = service.handle_value(request, "req_transport");
+    let envelope = serde_json::to_value(&response).unwrap();
+    schema::validate_response(&envelope).unwrap_or_else(|v| panic!("response violates the schema: {v}\n{envelope}"));
+    if let Some(result) = &response.result {
+        schema::validate_result(operation, result).unwrap_or_else(|v| panic!("{op} result: {v}\n{result}"));
+    }
+    response
+}
+
+fn ok(service: &Service, op: &str, input: Value) -> (Value, Vec<String>) {
+    let response = call(service, op, input.clone());
+    assert!(response.ok, "{op} {input} failed: {:?}", response.error);
+    let codes = response.warnings.iter().map(|w| w.code.clone()).collect();
+    (response.result.unwrap(), codes)
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    service: Service,
+    artifact: String,
+    revision: String,
+}
+
+/// An artifact whose text a claim cites.
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let service = Service::open(&dir.path().join("data")).unwrap();
+    let text = "Harbor keeps the ledger in SQLite and rotates the signing key weekly.";
+    let (put, _) = ok(
+        &service,
+        "artifact.put",
+        json!({"kind": "note", "title": "Ledger notes", "content": {"type": "text", "data": text}}),
+    );
+    let artifact = put["artifact_id"].as_str().unwrap().to_owned();
+    let revision = put["revision_id"].as_str().unwrap().to_owned();
+    let evidence = json!([{"artifact_id": artifact, "revision_id": revision, "start_byte": 0, "end_byte": 25}]);
+    ok(
+        &service,
+        "claim.assert",
+        json!({"claim_type": "fact", "statement": "Harbor keeps the ledger in SQLite", "evidence": evidence}),
+    );
+    Fixture {
+        _dir: dir,
+        service,
+        artifact,
+        revision,
+    }
+}
+
+#[test]
+fn recall_keeps_a_claim_whose_evidence_was_purged_but_shows_no_excerpt_and_warns() {
+    let f = fixture();
+    let (before, _) = ok(&f.service, "memory.recall", json!({"query": "ledger SQLite"}));
+    assert!(before["claims"][0]["evidence"][0]["excerpt"].is_string(), "{before}");
+    ok(
+        &f.service,
+        "artifact.purge",
+        json!({"artifact_id": f.artifact, "reason": "leaked key"}),
+    );
+    let (after, warnings) = ok(&f.service, "memory.recall", json!({"query": "ledger SQLite"}));
+    let evidence = &after["claims"][0]["evidence"][0];
+    assert_eq!(evidence["revision_id"], f.revision.as_str());
+    assert!(evidence.get("excerpt").is_none(), "{evidence}");
+    assert!(warnings.contains(&"EVIDENCE_SOURCE_PURGED".to_owned()), "{warnings:?}");
+    let (search, _) = ok(&f.service, "search", json!({"query": "rotates signing key"}));
+    assert!(
+        !search.to_string().contains(&f.artifact),
+        "a purged artifact is never retrieved: {search}"
+    );
+}
+
+#[test]
+fn an_incomplete_erasure_is_acknowledged_with_a_warning_and_finished_by_purging_again() {
+    let f = fixture();
+    let reader = rusqlite::Connection::open(f.service.store().db_path()).unwrap();
+    reader.execute_batch("BEGIN").unwrap();
+    let _: i64 = reader
+        .query_row("SELECT count(*) FROM artifacts", [], |r| r.get(0))
+        .unwrap();
+    let (first, warnings) = ok(
+        &f.service,
+        "artifact.purge",
+        json!({"artifact_id": f.artifact, "reason": "leak"}),
+    );
+    assert_eq!(
+        (first["erasure_complete"].as_bool(), first["created"].as_bool()),
+        (Some(false), Some(true))
+    );
+    assert!(warnings.contains(&"PURGE_INCOMPLETE".to_owned()), "{warnings:?}");
+    reader.execute_batch("COMMIT").unwrap();
+    drop(reader);
+    let (again, warnings) = ok(
+        &f.service,
+        "artifact.purge",
+        json!({"artifact_id": f.artifact, "reason": "leak"}),
+    );
+    assert_eq!(
+        (again["erasure_complete"].as_bool(), again["created"].as_bool()),
+        (Some(true), Some(false))
+    );
+    assert_eq!(again["commit_seq"], first["commit_seq"]);
+    assert!(!warnings.contains(&"PURGE_INCOMPLETE".to_owned()), "{warnings:?}");
+    let (verify, _) = ok(&f.service, "verify", json!({}));
+    assert_eq!(verify["ok"], true, "{verify}");
+}
+
+#[test]
+fn a_replayed_acknowledgement_of_a_purged_artifact_says_it_was_purged() {
+    let f = fixture();
+    let request = json!({"request_id": "r", "op": "artifact.revise", "idempotency_key": "rev-1", "context": context(),
+        "input": {"artifact_id": f.artifact, "if_revision": f.revision, "content": {"type": "text", "data": "v2"}}});
+    assert!(f.service.handle_value(request.clone(), "t").ok);
+    ok(
+        &f.service,
+        "artifact.purge",
+        json!({"artifact_id": f.artifact, "reason": "leak"}),
+    );
+    let replay = f.service.handle_value(request, "t");
+    assert!(replay.ok, "{:?}", replay.error);
+    assert_eq!(replay.result.as_ref().unwrap()["created"], false);
+    assert!(
+        replay.warnings.iter().any(|w| w.code == "PURGED"),
+        "{:?}",
+        replay.warnings
+    );
+}

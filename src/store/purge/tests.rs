@@ -1,0 +1,385 @@
+use std::path::Path;
+
+use rusqlite::Connection;
+
+use super::*;
+use crate::protocol::claim::ClaimType;
+use crate::store::artifact::{self, BlobRef, NewRevision};
+use crate::store::claim::{self, EvidenceRef, NewClaimRevision};
+use crate::store::revisioned;
+use crate::store::test_seed::{TestStore, owner};
+use crate::store::tombstone::kind;
+
+const SECRET: &str = "zq7secretTOKENc0ffee9d2b71e4a5f";
+
+fn purge_now(store: &Store, kind: EntityKind, entity_id: &str) -> Tombstone {
+    let blobs = store.blobs().clone();
+    let request = PurgeRequest {
+        kind,
+        entity_id: entity_id.to_owned(),
+        reason: "test purge".to_owned(),
+        actor: Some("tester".to_owned()),
+        purged_by: owner(),
+    };
+    store
+        .exclusive(move |conn| {
+            with_secure_delete(conn, || in_transaction(conn, |tx| purge(tx, &request)))?;
+            scrub(conn, &blobs, &request.entity_id)?;
+            Ok(tombstone::load(conn, &request.entity_id)?.unwrap())
+        })
+        .unwrap()
+}
+
+fn revise(t: &TestStore, current: &artifact::ArtifactRow, bytes: &[u8]) -> artifact::ArtifactRow {
+    let blob = if bytes.len() <= crate::protocol::limits::INLINE_BLOB_MAX_BYTES {
+        BlobRef::inline(bytes)
+    } else {
+        BlobRef::external(t.store.blobs().put(bytes).unwrap(), bytes.len() as u64)
+    };
+    let new = NewRevision {
+        title: format!("revised {SECRET}"),
+        media_type: "text/plain; charset=utf-8".to_owned(),
+        content: bytes.to_vec(),
+        blob,
+        provenance_json: format!("{{\"note\":\"{SECRET}\"}}"),
+        actor: None,
+    };
+    let current = current.clone();
+    t.store
+        .write(move |tx| revisioned::revise::<artifact::Artifacts>(tx, &current, &new).map(|(row, _)| row))
+        .unwrap()
+}
+
+fn cite(t: &TestStore, row: &artifact::ArtifactRow, statement: String) -> claim::ClaimRow {
+    let new = NewClaimRevision {
+        statement,
+        confidence: None,
+        evidence: vec![EvidenceRef {
+            artifact_id: row.artifact_id.clone(),
+            revision_id: row.revision_id.clone(),
+            start_byte: Some(0),
+            end_byte: Some(4),
+        }],
+        actor: None,
+    };
+    t.store
+        .write(move |tx| claim::assert(tx, &owner(), ClaimType::Fact, &new, None, None).map(|(row, _)| row))
+        .unwrap()
+}
+
+fn count(conn: &Connection, sql: &str) -> i64 {
+    conn.query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+/// Every regular file below `dir` whose bytes contain `needle`.
+fn files_holding(dir: &Path, needle: &[u8]) -> Vec<String> {
+    let mut hits = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            hits.extend(files_holding(&path, needle));
+        } else if let Ok(bytes) = std::fs::read(&path)
+            && bytes.windows(needle.len()).any(|w| w == needle)
+        {
+            hits.push(path.display().to_string());
+        }
+    }
+    hits
+}
+
+#[test]
+fn purging_an_artifact_erases_every_revision_from_rows_index_and_cas_and_keeps_a_tombstone() {
+    let t = TestStore::new();
+    let first = t.put(&format!("note {SECRET}"), format!("inline {SECRET} body").as_bytes());
+    let large = format!("large {SECRET} ").repeat(2_000);
+    let second = revise(&t, &first, large.as_bytes());
+    let citing = cite(&t, &first, "note says inline".to_owned());
+    let digest = Digest::parse(&second.blob_hash).unwrap();
+    assert!(t.store.blobs().contains(&digest));
+
+    let tombstone = purge_now(&t.store, EntityKind::Artifact, &first.artifact_id);
+    assert!(tombstone.erased, "{tombstone:?}");
+    assert_eq!(tombstone.revisions.len(), 2);
+    assert_eq!(tombstone.revisions[1].blake3, second.blob_hash);
+    assert_eq!(tombstone.revisions[1].size_bytes, large.len() as u64);
+    assert_eq!(tombstone.citing[0]["claim_id"], citing.claim_id.as_str());
+    assert_eq!(tombstone.erasure["removed_blobs"], 1);
+    assert_eq!(tombstone.erasure["removed_index_rows"], 2);
+    assert!(!t.store.blobs().contains(&digest));
+
+    let raw = t.raw();
+    assert_eq!(
+        count(
+            &raw,
+            "SELECT count(*) FROM artifact_revisions WHERE purged = 1 AND title = '' AND inline_blob IS NULL AND provenance_json = '{}'"
+        ),
+        2
+    );
+    assert_eq!(count(&raw, "SELECT count(*) FROM artifact_fts"), 0);
+    raw.execute_batch("CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, artifact_fts, 'row')")
+        .unwrap();
+    assert_eq!(
+        count(&raw, "SELECT count(*) FROM temp.terms"),
+        0,
+        "erased terms left the index b-tree"
+    );
+    let head = artifact::head(&raw, &first.artifact_id).unwrap();
+    assert_eq!(
+        (head.status.as_str(), head.forgotten_reason.as_deref()),
+        ("forgotten", Some("purged"))
+    );
+    assert!(matches!(
+        head.read_content(t.store.blobs()),
+        Err(StoreError::Purged { .. })
+    ));
+
+    let report = t.store.verify().unwrap();
+    assert!(report.is_ok(), "{:?}", report.issues);
+    assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
+    assert!(files_holding(&t.data_dir(), SECRET.as_bytes()).is_empty());
+}
+
+#[test]
+fn purging_a_claim_erases_every_statement_and_the_reasons_that_may_quote_it() {
+    let t = TestStore::new();
+    let source = t.put("source", b"plain source text");
+    let claim = cite(&t, &source, format!("the key is {SECRET}"));
+    let retracted = claim.clone();
+    t.store
+        .write(move |tx| revisioned::close::<claim::Claims>(tx, &retracted, &format!("leaked {SECRET}")).map(drop))
+        .unwrap();
+    let tombstone = purge_now(&t.store, EntityKind::Claim, &claim.claim_id);
+    assert!(tombstone.erased);
+    assert_eq!(
+        tombstone.revisions[0].blake3,
+        Digest::of(format!("the key is {SECRET}").as_bytes()).to_hex()
+    );
+    assert_eq!(tombstone.erasure["scrubbed_event_payloads"], 1);
+    let raw = t.raw();
+    let row = claim::head(&raw, &claim.claim_id).unwrap();
+    assert_eq!(
+        (row.statement.as_str(), row.retraction_reason.as_deref()),
+        ("", Some("purged"))
+    );
+    assert!(row.purged);
+    assert!(t.store.verify().unwrap().is_ok());
+    assert!(files_holding(&t.data_dir(), SECRET.as_bytes()).is_empty());
+}
+
+#[test]
+fn history_stays_immutable_for_every_write_but_the_erasure_of_a_tombstoned_revision() {
+    let t = TestStore::new();
+    let row = t.put("keep", b"kept bytes");
+    let raw = t.raw();
+    for sql in [
+        "UPDATE artifact_revisions SET title = '', inline_blob = NULL, inline_encoding = 0, provenance_json = '{}', purged = 1",
+        "UPDATE artifact_revisions SET title = 'changed'",
+        "DELETE FROM artifact_revisions",
+        "UPDATE events SET payload_json = '{}'",
+        "DELETE FROM events",
+    ] {
+        let error = raw.execute(sql, []).unwrap_err().to_string();
+        assert!(
+            error.contains("immutable") || error.contains("append-only"),
+            "{sql}: {error}"
+        );
+    }
+    let purged = purge_now(&t.store, EntityKind::Artifact, &row.artifact_id);
+    for sql in [
+        "UPDATE artifact_revisions SET purged = 0",
+        "UPDATE artifact_revisions SET title = 'back'",
+        "DELETE FROM artifact_revisions",
+        "DELETE FROM purged_revisions",
+        "DELETE FROM purges",
+        "UPDATE purges SET reason = 'rewritten'",
+        "UPDATE purged_revisions SET size_bytes = 0",
+    ] {
+        let error = raw.execute(sql, []).unwrap_err().to_string();
+        assert!(
+            error.contains("immutable") || error.contains("permanent"),
+            "{sql}: {error}"
+        );
+    }
+    assert_eq!(purged.commit_seq, 2);
+}
+
+#[test]
+fn content_shared_with_a_live_revision_stays_and_is_reported() {
+    let t = TestStore::new();
+    let shared = vec![b's'; 40_000];
+    let doomed = t.put("doomed", &shared);
+    let live = t.put("live", &shared);
+    let tombstone = purge_now(&t.store, EntityKind::Artifact, &doomed.artifact_id);
+    assert_eq!(tombstone.erasure["removed_blobs"], 0);
+    assert_eq!(tombstone.erasure["retained_shared_blobs"], 1);
+    assert_eq!(tombstone.erasure["shared_content_revisions"], 1);
+    assert_eq!(live.read_content(t.store.blobs()).unwrap(), shared);
+    assert!(t.store.verify().unwrap().is_ok());
+}
+
+#[test]
+fn a_blob_pinned_by_a_concurrent_write_survives_and_the_erasure_stays_incomplete() {
+    let t = TestStore::new();
+    let bytes = vec![b'p'; 30_000];
+    let doomed = t.put("doomed", &bytes);
+    let (digest, pin) = t.store.blobs().put_pinned(&bytes).unwrap();
+    let tombstone = purge_now(&t.store, EntityKind::Artifact, &doomed.artifact_id);
+    assert!(!tombstone.erased);
+    assert_eq!(tombstone.erasure["retained_pinned_blobs"], 1);
+    assert!(t.store.blobs().contains(&digest));
+    assert!(t.store.verify().unwrap().has(kind::PURGE_INCOMPLETE));
+    drop(pin);
+    assert_eq!(t.store.resume_purges().unwrap(), vec![doomed.artifact_id.to_string()]);
+    assert!(!t.store.blobs().contains(&digest));
+    assert!(t.store.verify().unwrap().is_ok());
+}
+
+#[test]
+fn an_interrupted_erasure_is_finished_when_the_store_is_opened() {
+    let t = TestStore::new();
+    let row = t.put("interrupted", format!("body {SECRET}").as_bytes());
+    let request = PurgeRequest {
+        kind: EntityKind::Artifact,
+        entity_id: row.artifact_id.to_string(),
+        reason: "crash".to_owned(),
+        actor: None,
+        purged_by: owner(),
+    };
+    t.store
+        .exclusive(move |conn| in_transaction(conn, |tx| purge(tx, &request)).map(drop))
+        .unwrap();
+    let report = t.store.verify().unwrap();
+    assert!(report.has(kind::PURGE_INCOMPLETE), "{:?}", report.issues);
+    let data = t.data_dir();
+    t.store.shutdown();
+    let reopened = Store::open(&data).unwrap();
+    assert!(reopened.has_purges());
+    assert!(reopened.verify().unwrap().is_ok());
+    assert!(
+        reopened
+            .read(|conn| tombstone::load(conn, &row.artifact_id))
+            .unwrap()
+            .unwrap()
+            .erased
+    );
+    reopened.shutdown();
+    assert!(files_holding(&data, SECRET.as_bytes()).is_empty());
+}
+
+#[test]
+fn fts_tables_lists_every_fts5_table_and_no_vocabulary_table() {
+    let t = TestStore::new();
+    let raw = t.raw();
+    raw.execute_batch("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, claim_fts, 'row')")
+        .unwrap();
+    assert_eq!(fts_tables(&raw).unwrap(), ["artifact_fts", "claim_fts"]);
+    assert_eq!(
+        virtual_module("CREATE VIRTUAL TABLE x USING fts5vocab(a, b, 'row')"),
+        Some("fts5vocab")
+    );
+    assert_eq!(virtual_module("create virtual table x using fts5 (a)"), Some("fts5"));
+    assert_eq!(virtual_module("CREATE TABLE x (a)"), None);
+}
+
+#[test]
+fn a_reader_holding_an_old_snapshot_leaves_the_erasure_incomplete_until_it_is_finished() {
+    let t = TestStore::new();
+    let row = t.put("held", format!("held {SECRET}").as_bytes());
+    let reader = t.raw();
+    reader.execute_batch("BEGIN").unwrap();
+    assert_eq!(count(&reader, "SELECT count(*) FROM artifacts"), 1);
+    let tombstone = purge_now(&t.store, EntityKind::Artifact, &row.artifact_id);
+    assert!(!tombstone.erased, "the WAL cannot be truncated under an open snapshot");
+    assert_eq!(tombstone.erasure["wal_truncated"], false);
+    assert!(t.store.verify().unwrap().has(kind::PURGE_INCOMPLETE));
+    reader.execute_batch("COMMIT").unwrap();
+    drop(reader);
+    assert_eq!(t.store.resume_purges().unwrap(), vec![row.artifact_id.to_string()]);
+    assert!(t.store.verify().unwrap().is_ok());
+    assert!(files_holding(&t.data_dir(), SECRET.as_bytes()).is_empty());
+}
+
+/// A schema-1 database (before tombstones) with one external and one inline artifact.
+fn schema_one_store(dir: &Path) {
+    std::fs::create_dir_all(dir.join("blobs")).unwrap();
+    let blobs = crate::blob::BlobStore::open(dir.join("blobs")).unwrap();
+    let large = vec![b'L'; 20_000];
+    let digest = blobs.put(&large).unwrap();
+    let conn = Connection::open(dir.join(crate::store::DB_FILE)).unwrap();
+    conn.execute_batch(include_str!("../migrations/0001_init.sql")).unwrap();
+    conn.execute_batch(
+        "PRAGMA user_version = 1;
+         INSERT INTO meta (key, value) VALUES ('schema_version', '1');
+         UPDATE commit_state SET commit_seq = 2;",
+    )
+    .unwrap();
+    let small = BlobRef::inline(b"old inline note");
+    let inline = small.inline.as_ref().unwrap();
+    for (seq, (id, rev, hash, size, stored, encoding)) in [
+        ("art_A", "arev_A", digest.to_hex(), large.len(), None, 0),
+        (
+            "art_B",
+            "arev_B",
+            small.digest.to_hex(),
+            15,
+            Some(inline.stored.clone()),
+            inline.encoding.code(),
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let seq = seq as i64 + 1;
+        conn.execute(
+            "INSERT INTO artifacts VALUES (?1, 'w', 'p', NULL, NULL, 'note', ?2, 'active', '2026-01-01T00:00:00.000000000Z',
+                 '2026-01-01T00:00:00.000000000Z', NULL)",
+            rusqlite::params![id, rev],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO artifact_revisions (seq, id, artifact_id, revision_number, title, media_type, blob_hash, blob_size,
+                 inline_blob, inline_encoding, body_indexed, provenance_json, actor, created_at, commit_seq)
+             VALUES (?1, ?2, ?3, 1, 'old', 'text/plain', ?4, ?5, ?6, ?7, 1, '{}', NULL, '2026-01-01T00:00:00.000000000Z', ?1)",
+            rusqlite::params![seq, rev, id, hash, size as i64, stored, encoding],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO artifact_fts (rowid, title, body) VALUES (?1, 'old', 'old body')",
+            [seq],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO events VALUES (?1, ?2, 'artifact.put', 'artifact', ?3, ?4, NULL, '{}', '2026-01-01T00:00:00.000000000Z')",
+            rusqlite::params![seq, format!("evt_{seq}"), id, rev],
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn a_schema_one_store_migrates_to_tombstones_and_its_old_backup_restores() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old");
+    schema_one_store(&old);
+    let restored = dir.path().join("restored");
+    let report = crate::store::restore::restore(&old, &restored).unwrap();
+    assert_eq!(report.restored_external_blobs, 1);
+    let store = Store::open(&old).unwrap();
+    assert_eq!(
+        store.read(crate::store::schema_version).unwrap(),
+        crate::store::SCHEMA_VERSION
+    );
+    assert!(!store.has_purges());
+    let verified = store.verify().unwrap();
+    assert!(verified.is_ok(), "{:?}", verified.issues);
+    let tombstone = purge_now(&store, EntityKind::Artifact, "art_A");
+    assert!(
+        tombstone.erased && tombstone.erasure["removed_blobs"] == 1,
+        "{tombstone:?}"
+    );
+    assert!(store.verify().unwrap().is_ok());
+    store.shutdown();
+    let restored = Store::open(&restored).unwrap();
+    assert!(restored.verify().unwrap().is_ok());
+    restored.shutdown();
+}

@@ -1,0 +1,313 @@
+//! Purge tombstones: what remains of a purged artifact or claim (`purges` and
+//! `purged_revisions`, migration 0002), and the checks `verify` runs on them.
+//!
+//! A tombstone records who purged the entity (the request's ambient context and actor),
+//! when, why, and for every erased revision its number, size and the BLAKE3 digest of the
+//! erased bytes, so history, citations and verification stay coherent without the content.
+//!
+//! **Invariant:** nothing here writes; tombstones are written only by [`super::purge`] and by
+//! an import that reproduces them.
+
+use crate::protocol::relation::EntityType;
+use std::path::Path;
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::Value;
+
+use super::error::{StoreError, StoreResult};
+use super::scope::{Owner, owner_from_row};
+use crate::blob::Digest;
+
+/// Issue kinds `verify` reports about tombstones.
+pub mod kind {
+    /// A purged revision and its tombstone disagree (missing rows, content left in a column).
+    pub const TOMBSTONE: &str = "tombstone";
+    /// Erased content is still present: an index row or a CAS object of a purged revision.
+    pub const PURGED_CONTENT_PRESENT: &str = "purged_content_present";
+    /// The physical erasure of a purge has not completed (database not yet rewritten).
+    pub const PURGE_INCOMPLETE: &str = "purge_incomplete";
+}
+
+/// The columns blanked on a purged artifact revision.
+pub const ARTIFACT_ERASED_FIELDS: &str = "content,title,provenance";
+/// The columns blanked on a purged claim revision.
+pub const CLAIM_ERASED_FIELDS: &str = "statement";
+/// The lifecycle reason a purge leaves on the entity row.
+pub const PURGED_REASON: &str = "purged";
+
+/// One erased revision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PurgedRevision {
+    pub revision_id: String,
+    pub revision_number: i64,
+    /// Size of the erased content (artifact bytes, or the statement as UTF-8).
+    pub size_bytes: u64,
+    /// BLAKE3 of the erased content, lowercase hex.
+    pub blake3: String,
+    pub erased_fields: String,
+}
+
+/// The tombstone of one purged entity.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tombstone {
+    pub entity_type: EntityType,
+    pub entity_id: String,
+    pub reason: String,
+    pub actor: Option<String>,
+    /// The purging request's ambient context.
+    pub purged_by: Owner,
+    pub purged_at: String,
+    pub commit_seq: i64,
+    /// `[{claim_id, revision_id}]` of the claim revisions that cited a purged artifact.
+    pub citing: Value,
+    /// What the physical erasure removed (see `purge::Erasure`).
+    pub erasure: Value,
+    /// Whether the physical erasure completed.
+    pub erased: bool,
+    pub revisions: Vec<PurgedRevision>,
+}
+
+/// Whether the store holds any tombstone.
+pub fn any(conn: &Connection) -> StoreResult<bool> {
+    Ok(conn
+        .query_row("SELECT 1 FROM purges LIMIT 1", [], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
+/// Loads the tombstone of `entity_id`, if it was purged.
+pub fn load(conn: &Connection, entity_id: &str) -> StoreResult<Option<Tombstone>> {
+    let found = conn
+        .query_row(
+            "SELECT entity_type, entity_id, reason, actor, workspace_id, project_id, task_id, component, purged_at,
+                    commit_seq, citing_json, erasure_json, erased
+             FROM purges WHERE entity_id = ?1",
+            [entity_id],
+            |r| {
+                Ok(Tombstone {
+                    entity_type: r.get(0)?,
+                    entity_id: r.get(1)?,
+                    reason: r.get(2)?,
+                    actor: r.get(3)?,
+                    purged_by: owner_from_row(r, 4)?,
+                    purged_at: r.get(8)?,
+                    commit_seq: r.get(9)?,
+                    citing: json_or_null(r.get::<_, String>(10)?),
+                    erasure: json_or_null(r.get::<_, String>(11)?),
+                    erased: r.get(12)?,
+                    revisions: Vec::new(),
+                })
+            },
+        )
+        .optional()?;
+    let Some(mut tombstone) = found else {
+        return Ok(None);
+    };
+    tombstone.revisions = revisions(conn, entity_id)?;
+    Ok(Some(tombstone))
+}
+
+fn json_or_null(text: String) -> Value {
+    serde_json::from_str(&text).unwrap_or(Value::Null)
+}
+
+/// The erased revisions of `entity_id`, oldest first.
+pub fn revisions(conn: &Connection, entity_id: &str) -> StoreResult<Vec<PurgedRevision>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT revision_id, revision_number, size_bytes, blake3, erased_fields FROM purged_revisions
+         WHERE entity_id = ?1 ORDER BY revision_number",
+    )?;
+    let rows = stmt
+        .query_map([entity_id], |r| {
+            Ok(PurgedRevision {
+                revision_id: r.get(0)?,
+                revision_number: r.get(1)?,
+                size_bytes: r.get::<_, i64>(2)?.max(0) as u64,
+                blake3: r.get(3)?,
+                erased_fields: r.get(4)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+/// The error a read of purged content gets (`NOT_FOUND` with `details.state = "purged"`).
+pub fn purged_error(entity_type: &'static str, entity_id: &str, revision_id: Option<&str>) -> StoreError {
+    StoreError::Purged {
+        entity_type,
+        entity_id: entity_id.to_owned(),
+        revision_id: revision_id.map(str::to_owned),
+        purged_at: None,
+        reason: None,
+    }
+}
+
+/// [`purged_error`] with the tombstone's time and reason.
+pub fn purged_error_from(
+    conn: &Connection,
+    entity_type: &'static str,
+    entity_id: &str,
+    revision_id: Option<&str>,
+) -> StoreError {
+    match load(conn, entity_id) {
+        Ok(Some(tombstone)) => StoreError::Purged {
+            entity_type,
+            entity_id: entity_id.to_owned(),
+            revision_id: revision_id.map(str::to_owned),
+            purged_at: Some(crate::timefmt::db_to_wire(&tombstone.purged_at)),
+            reason: Some(tombstone.reason),
+        },
+        _ => purged_error(entity_type, entity_id, revision_id),
+    }
+}
+
+/// A purged entity or revision named by a read result, for its warnings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PurgedMention {
+    /// The id as it appeared (an entity id or a revision id).
+    pub id: String,
+    pub entity_type: String,
+    pub entity_id: String,
+    pub purged_at: String,
+}
+
+/// Which of `ids` (entity or revision ids) belong to purged entities.
+pub fn mentions(conn: &Connection, ids: &[String]) -> StoreResult<Vec<PurgedMention>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let wanted = Value::Array(ids.iter().cloned().map(Value::String).collect()).to_string();
+    let mut stmt = conn.prepare_cached(
+        "WITH wanted(id) AS (SELECT DISTINCT value FROM json_each(?1))
+         SELECT w.id, p.entity_type, p.entity_id, p.purged_at FROM wanted w JOIN purges p ON p.entity_id = w.id
+         UNION ALL
+         SELECT w.id, p.entity_type, p.entity_id, p.purged_at
+         FROM wanted w JOIN purged_revisions r ON r.revision_id = w.id JOIN purges p ON p.entity_id = r.entity_id",
+    )?;
+    let rows = stmt
+        .query_map(params![wanted], |r| {
+            Ok(PurgedMention {
+                id: r.get(0)?,
+                entity_type: r.get(1)?,
+                entity_id: r.get(2)?,
+                purged_at: r.get(3)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+/// Entities whose physical erasure has not completed.
+pub fn incomplete(conn: &Connection) -> StoreResult<Vec<String>> {
+    let mut stmt = conn.prepare("SELECT entity_id FROM purges WHERE erased = 0 ORDER BY commit_seq")?;
+    let rows = stmt
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+/// One tombstone problem: `(kind, entity, detail)`.
+pub type Finding = (&'static str, String, String);
+
+/// The tombstone checks of `verify` (read-only): every purged revision has its tombstone and
+/// blank content, every tombstone row names a purged revision of its entity, no index row
+/// or CAS object of a purged revision remains, and every erasure completed. Also returns
+/// warnings for claim revisions whose evidence cites erased content.
+pub fn check(conn: &Connection, blobs_root: &Path) -> StoreResult<(Vec<Finding>, Vec<String>)> {
+    let mut findings: Vec<Finding> = Vec::new();
+    let mut pairs = |sql: &str, kind: &'static str, detail: &str| -> StoreResult<()> {
+        let mut stmt = conn.prepare(sql)?;
+        let ids = stmt
+            .query_map([], |r| r.get::<_, String>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        findings.extend(ids.into_iter().map(|id| (kind, id, detail.to_owned())));
+        Ok(())
+    };
+    pairs(
+        "SELECT r.id FROM artifact_revisions r WHERE r.purged = 1
+           AND NOT EXISTS (SELECT 1 FROM purged_revisions p WHERE p.revision_id = r.id AND p.entity_id = r.artifact_id)
+         UNION ALL
+         SELECT r.id FROM claim_revisions r WHERE r.purged = 1
+           AND NOT EXISTS (SELECT 1 FROM purged_revisions p WHERE p.revision_id = r.id AND p.entity_id = r.claim_id)",
+        kind::TOMBSTONE,
+        "the revision is marked purged but has no tombstone",
+    )?;
+    pairs(
+        "SELECT p.revision_id FROM purged_revisions p
+         WHERE NOT EXISTS (SELECT 1 FROM artifact_revisions r WHERE r.id = p.revision_id AND r.artifact_id = p.entity_id
+                             AND r.purged = 1 AND r.blob_hash = p.blake3 AND r.blob_size = p.size_bytes)
+           AND NOT EXISTS (SELECT 1 FROM claim_revisions r WHERE r.id = p.revision_id AND r.claim_id = p.entity_id
+                             AND r.purged = 1)",
+        kind::TOMBSTONE,
+        "the tombstone names no purged revision of its entity with the recorded size and digest",
+    )?;
+    pairs(
+        "SELECT p.entity_id FROM purges p WHERE NOT EXISTS (SELECT 1 FROM purged_revisions r WHERE r.entity_id = p.entity_id)
+            OR (p.entity_type = 'artifact' AND NOT EXISTS (SELECT 1 FROM artifacts a WHERE a.id = p.entity_id))
+            OR (p.entity_type = 'claim' AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.id = p.entity_id))",
+        kind::TOMBSTONE,
+        "the tombstone names no existing entity or no erased revision",
+    )?;
+    pairs(
+        "SELECT r.id FROM artifact_revisions r WHERE r.purged = 1
+           AND (r.title != '' OR r.inline_blob IS NOT NULL OR r.provenance_json != '{}')
+         UNION ALL
+         SELECT r.id FROM claim_revisions r WHERE r.purged = 1 AND r.statement != ''",
+        kind::TOMBSTONE,
+        "a purged revision still holds content in its row",
+    )?;
+    for (revisions, prefix) in [("artifact_revisions", "artifact_"), ("claim_revisions", "claim_")] {
+        for table in super::purge::fts_tables(conn)?
+            .into_iter()
+            .filter(|t| t.starts_with(prefix))
+        {
+            pairs(
+                &format!(
+                    "SELECT r.id FROM {revisions} r WHERE r.purged = 1 AND EXISTS (SELECT 1 FROM \"{table}\" f WHERE f.rowid = r.seq)"
+                ),
+                kind::PURGED_CONTENT_PRESENT,
+                &format!("the full-text table {table} still indexes the erased content"),
+            )?;
+        }
+    }
+    let mut stmt = conn.prepare(
+        "SELECT DISTINCT p.blake3 FROM purged_revisions p JOIN purges t ON t.entity_id = p.entity_id
+         WHERE t.entity_type = 'artifact' AND NOT EXISTS (
+             SELECT 1 FROM artifact_revisions r WHERE r.blob_hash = p.blake3 AND r.purged = 0 AND r.inline_blob IS NULL)",
+    )?;
+    let digests = stmt
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    for hex in digests {
+        if let Some(digest) = Digest::parse(&hex)
+            && blobs_root.join(digest.relative_path()).exists()
+        {
+            findings.push((
+                kind::PURGED_CONTENT_PRESENT,
+                hex,
+                "the CAS still holds an object only purged revisions referenced".to_owned(),
+            ));
+        }
+    }
+    for entity in incomplete(conn)? {
+        findings.push((
+            kind::PURGE_INCOMPLETE,
+            entity,
+            "the database has not been rewritten since the purge; purge again (or restart the daemon) to finish"
+                .to_owned(),
+        ));
+    }
+    let citing: i64 = conn.query_row(
+        "SELECT count(DISTINCT r.id) FROM claim_revisions r, json_each(CASE WHEN json_valid(r.evidence_json) THEN r.evidence_json ELSE '[]' END) e
+         WHERE r.purged = 0 AND json_extract(e.value, '$.revision_id') IN (SELECT revision_id FROM purged_revisions)",
+        [],
+        |r| r.get(0),
+    )?;
+    let mut warnings = Vec::new();
+    if citing > 0 {
+        warnings.push(format!(
+            "{citing} claim revisions cite evidence whose content was purged; their spans can no longer be checked against the source"
+        ));
+    }
+    Ok((findings, warnings))
+}

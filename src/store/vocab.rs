@@ -1,0 +1,206 @@
+//! The in-memory vocabulary of the FTS projection (see `retrieval::vocabulary`), built once
+//! from FTS5's own `fts5vocab` view of both tables and then kept current incrementally: a
+//! read that finds revisions newer than the vocabulary tokenizes just those (title and
+//! indexed body, or statement) the way the index does. Nothing is persisted and the write
+//! path is untouched.
+//!
+//! **Invariants:** the vocabulary is never behind the snapshot a read uses it from (it may be
+//! ahead of it, which only adds candidate terms that find nothing); a failed refresh leaves
+//! the previous vocabulary in place; nothing here writes to the database.
+
+use std::collections::HashSet;
+use std::sync::{Mutex, RwLock};
+
+use rusqlite::{Connection, OpenFlags};
+
+use super::Store;
+use super::artifact::{self, is_indexable_media_type};
+use super::error::StoreResult;
+use crate::blob::Digest;
+use crate::retrieval::text::folded_words;
+use crate::retrieval::vocabulary::Vocabulary;
+use crate::store::StoreError;
+
+/// Past this many new revisions a refresh rebuilds from `fts5vocab` instead.
+const MAX_INCREMENTAL: i64 = 5000;
+
+struct Loaded {
+    vocabulary: Vocabulary,
+    artifact_seq: i64,
+    claim_seq: i64,
+}
+
+/// The shared vocabulary of one store.
+#[derive(Default)]
+pub struct VocabularyCache {
+    loaded: RwLock<Option<Loaded>>,
+    refreshing: Mutex<()>,
+}
+
+impl std::fmt::Debug for VocabularyCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VocabularyCache").finish_non_exhaustive()
+    }
+}
+
+/// The newest revision `seq` of each table in `conn`'s snapshot.
+fn newest(conn: &Connection) -> StoreResult<(i64, i64)> {
+    Ok(conn.query_row(
+        "SELECT (SELECT coalesce(max(seq), 0) FROM artifact_revisions), (SELECT coalesce(max(seq), 0) FROM claim_revisions)",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?)
+}
+
+impl VocabularyCache {
+    pub fn new() -> VocabularyCache {
+        VocabularyCache::default()
+    }
+
+    /// Runs `f` with a vocabulary at least as new as the snapshot `conn` reads.
+    pub fn with_current<T>(
+        &self,
+        store: &Store,
+        conn: &Connection,
+        f: impl FnOnce(&Vocabulary) -> T,
+    ) -> StoreResult<T> {
+        let (artifact_seq, claim_seq) = newest(conn)?;
+        let current = |loaded: &Option<Loaded>| {
+            loaded
+                .as_ref()
+                .is_some_and(|l| l.artifact_seq >= artifact_seq && l.claim_seq >= claim_seq)
+        };
+        {
+            let loaded = self.loaded.read().unwrap_or_else(|e| e.into_inner());
+            if current(&loaded) {
+                return Ok(f(loaded.as_ref().map(|l| &l.vocabulary).unwrap_or(&Vocabulary::new())));
+            }
+        }
+        let _refreshing = self.refreshing.lock().unwrap_or_else(|e| e.into_inner());
+        let behind = {
+            let loaded = self.loaded.read().unwrap_or_else(|e| e.into_inner());
+            if current(&loaded) {
+                None
+            } else {
+                Some(loaded.as_ref().map(|l| (l.artifact_seq, l.claim_seq)))
+            }
+        };
+        if let Some(from) = behind {
+            let fresh = match from {
+                Some((a, c)) if (artifact_seq - a) + (claim_seq - c) <= MAX_INCREMENTAL => {
+                    let mut vocabulary = self
+                        .loaded
+                        .read()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .as_ref()
+                        .map(|l| l.vocabulary.clone())
+                        .unwrap_or_default();
+                    add_revisions(store, conn, &mut vocabulary, a, c)?;
+                    Loaded {
+                        vocabulary,
+                        artifact_seq,
+                        claim_seq,
+                    }
+                }
+                _ => build(store)?,
+            };
+            *self.loaded.write().unwrap_or_else(|e| e.into_inner()) = Some(fresh);
+        }
+        let loaded = self.loaded.read().unwrap_or_else(|e| e.into_inner());
+        Ok(f(loaded.as_ref().map(|l| &l.vocabulary).unwrap_or(&Vocabulary::new())))
+    }
+
+    /// Forgets the vocabulary (after a purge or a reindex); the next read rebuilds it.
+    pub fn invalidate(&self) {
+        *self.loaded.write().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+}
+
+/// Builds the vocabulary from `fts5vocab` on a private read-only connection, in one snapshot.
+fn build(store: &Store) -> StoreResult<Loaded> {
+    let conn = Connection::open_with_flags(
+        store.db_path(),
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    conn.execute_batch(
+        "CREATE VIRTUAL TABLE temp.artifact_terms USING fts5vocab(main, artifact_fts, 'row');
+         CREATE VIRTUAL TABLE temp.claim_terms USING fts5vocab(main, claim_fts, 'row');
+         BEGIN DEFERRED;",
+    )?;
+    let result = (|| {
+        let (artifact_seq, claim_seq) = newest(&conn)?;
+        let mut vocabulary = Vocabulary::new();
+        for table in ["temp.artifact_terms", "temp.claim_terms"] {
+            let mut stmt = conn.prepare(&format!("SELECT term, doc FROM {table}"))?;
+            let mut rows = stmt.query([])?;
+            while let Some(row) = rows.next()? {
+                let term: String = row.get(0)?;
+                let doc: i64 = row.get(1)?;
+                vocabulary.add_term(&term, u32::try_from(doc).unwrap_or(u32::MAX));
+            }
+        }
+        let rows: i64 = conn.query_row(
+            "SELECT (SELECT count(*) FROM artifact_revisions) + (SELECT count(*) FROM claim_revisions)",
+            [],
+            |r| r.get(0),
+        )?;
+        vocabulary.add_rows(rows.max(0) as u64);
+        Ok(Loaded {
+            vocabulary,
+            artifact_seq,
+            claim_seq,
+        })
+    })();
+    let _ = conn.execute_batch("COMMIT");
+    result
+}
+
+/// Adds the revisions newer than `(artifact_seq, claim_seq)` in `conn`'s snapshot.
+fn add_revisions(
+    store: &Store,
+    conn: &Connection,
+    vocabulary: &mut Vocabulary,
+    artifact_seq: i64,
+    claim_seq: i64,
+) -> StoreResult<()> {
+    let mut added = 0u64;
+    let mut stmt = conn.prepare_cached(
+        "SELECT seq, id, title, media_type, body_indexed, blob_hash, blob_size, inline_blob, inline_encoding
+         FROM artifact_revisions WHERE seq > ?1 ORDER BY seq",
+    )?;
+    let mut rows = stmt.query([artifact_seq])?;
+    while let Some(row) = rows.next()? {
+        let revision: String = row.get(1)?;
+        let title: String = row.get(2)?;
+        let media_type: String = row.get(3)?;
+        let mut terms: HashSet<String> = folded_words(&title).into_iter().collect();
+        if row.get::<_, bool>(4)? && is_indexable_media_type(&media_type) {
+            let hash: String = row.get(5)?;
+            let size = row.get::<_, i64>(6)?.max(0) as u64;
+            let digest = Digest::parse(&hash)
+                .ok_or_else(|| StoreError::Integrity(format!("invalid blob hash on revision {revision}")))?;
+            let bytes = match row.get::<_, Option<Vec<u8>>>(7)? {
+                Some(stored) => artifact::read_inline(&digest, size, &stored, row.get(8)?)?,
+                None => store.blobs().get(&digest, size)?,
+            };
+            terms.extend(folded_words(&String::from_utf8_lossy(&bytes)));
+        }
+        for term in terms {
+            vocabulary.add_term(&term, 1);
+        }
+        added += 1;
+    }
+    let mut stmt = conn.prepare_cached("SELECT statement FROM claim_revisions WHERE seq > ?1 ORDER BY seq")?;
+    let mut rows = stmt.query([claim_seq])?;
+    while let Some(row) = rows.next()? {
+        let statement: String = row.get(0)?;
+        let terms: HashSet<String> = folded_words(&statement).into_iter().collect();
+        for term in terms {
+            vocabulary.add_term(&term, 1);
+        }
+        added += 1;
+    }
+    vocabulary.add_rows(added);
+    Ok(())
+}
