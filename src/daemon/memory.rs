@@ -13,11 +13,11 @@
 pub(super) const LARGE_FRAME_BYTES: usize = 1024 * 1024;
 
 /// Applies the daemon's allocator settings. Call before the runtime starts its threads.
-pub(crate) fn tune() {
+pub(super) fn tune() {
     crate::sys::tune_allocator();
 }
 
 /// Returns free heap memory to the system (after a large request).
-pub(crate) fn release() {
+pub(super) fn release() {
     crate::sys::release_free_memory();
 }

@@ -20,7 +20,7 @@
 
 mod connection;
 pub mod listener;
-pub(crate) mod memory;
+mod memory;
 pub mod remote;
 pub mod shutdown;
 

@@ -111,9 +111,9 @@ impl Citation {
             Some((start, end)) => {
                 let size = bytes.len() as u64;
                 if end > size {
-                    return Err(ErrorBody::new(
+                    return Err(ErrorBody::prefixed(
                         ErrorCode::InvalidRequest,
-                        format!("invalid request: the span {start}-{end} ends past the revision's {size} bytes"),
+                        format_args!("the span {start}-{end} ends past the revision's {size} bytes"),
                     )
                     .with_details(json!({"start_byte": start, "end_byte": end, "size_bytes": size})));
                 }
@@ -147,14 +147,14 @@ fn content_bytes(content: &Value) -> Result<Vec<u8>, ErrorBody> {
     match content["type"].as_str() {
         Some("text") => Ok(data.as_bytes().to_vec()),
         Some("base64") => base64::engine::general_purpose::STANDARD.decode(data).map_err(|e| {
-            ErrorBody::new(
+            ErrorBody::prefixed(
                 ErrorCode::InternalError,
-                format!("internal error: undecodable content from the daemon: {e}"),
+                format_args!("undecodable content from the daemon: {e}"),
             )
         }),
-        _ => Err(ErrorBody::new(
+        _ => Err(ErrorBody::prefixed(
             ErrorCode::InternalError,
-            "internal error: the daemon returned no content for an exact get",
+            "the daemon returned no content for an exact get",
         )),
     }
 }

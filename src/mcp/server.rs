@@ -118,7 +118,7 @@ impl Server {
             tokio::time::sleep(LINGER).await;
             daemon.close_idle();
             if activity.load(Ordering::Relaxed) == seen {
-                let _ = tokio::task::spawn_blocking(crate::daemon::memory::release).await;
+                let _ = tokio::task::spawn_blocking(crate::sys::release_free_memory).await;
             }
         });
     }
@@ -134,18 +134,15 @@ fn split_arguments(
         None | Some(Value::Null) => None,
         Some(Value::String(key)) if spec.op.is_mutating() => Some(key),
         Some(Value::String(_)) => {
-            return Err(ErrorBody::new(
+            return Err(ErrorBody::prefixed(
                 ErrorCode::InvalidRequest,
-                format!(
-                    "invalid request: {} is read-only and takes no idempotency_key",
-                    spec.name
-                ),
+                format_args!("{} is read-only and takes no idempotency_key", spec.name),
             ));
         }
         Some(other) => {
-            return Err(ErrorBody::new(
+            return Err(ErrorBody::prefixed(
                 ErrorCode::InvalidRequest,
-                format!("invalid request: idempotency_key: {other} is not of type \"string\""),
+                format_args!("idempotency_key: {other} is not of type \"string\""),
             ));
         }
     };
@@ -258,7 +255,7 @@ impl ServerHandler for Server {
         let outcome = match (&response.error, &response.result) {
             (None, Some(result)) => citation.contents(&uri, result),
             (Some(error), _) => Err(error.clone()),
-            (None, None) => Err(ErrorBody::new(ErrorCode::InternalError, "internal error: no result")),
+            (None, None) => Err(ErrorBody::prefixed(ErrorCode::InternalError, "no result")),
         };
         match outcome {
             Ok(contents) => Ok(ReadResourceResult::new(vec![contents]).into()),

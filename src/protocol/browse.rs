@@ -32,15 +32,11 @@ crate::wire_enum! {
 crate::wire_enum! {
     /// Which claim revisions `claim.list` returns: one item per claim (its current
     /// revision, the default), or every matching revision, current or not.
+    #[derive(Default)]
     pub enum RevisionSelection {
+        #[default]
         Current = "current",
         All = "all",
-    }
-}
-
-impl Default for RevisionSelection {
-    fn default() -> RevisionSelection {
-        RevisionSelection::Current
     }
 }
 

@@ -31,13 +31,10 @@ use super::{Event, EventEntity, Store, Tx, conflict};
 use crate::blob::{BlobStore, Digest};
 use crate::protocol::Operation;
 
-/// The kind of entity a purge erases.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EntityKind {
-    Artifact,
-    Claim,
-}
+/// The kind of entity a purge erases (the protocol's entity type).
+pub use crate::protocol::relation::EntityType as EntityKind;
 
+/// What a purge needs to know about its entity's tables and event.
 impl EntityKind {
     /// The operation recorded on the purge's event.
     fn purge_operation(self) -> Operation {
@@ -51,13 +48,6 @@ impl EntityKind {
         match self {
             EntityKind::Artifact => EventEntity::Artifact,
             EntityKind::Claim => EventEntity::Claim,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EntityKind::Artifact => "artifact",
-            EntityKind::Claim => "claim",
         }
     }
 
