@@ -41,7 +41,11 @@ pub fn bench_tls(c: &mut Criterion) {
     };
     let tcp_daemon = start(&dir.path().join("tcp"), "tcp://127.0.0.1:0", None);
     let tls_daemon = start(&dir.path().join("tls"), "tls://127.0.0.1:0", Some(remote));
-    let connector = pki.credentials(&pki.server_ca, Some(&client_cert)).connector().unwrap();
+    let credentials = pki.credentials(&pki.server_ca, Some(&client_cert));
+    let connector = credentials.connector().unwrap();
+    let tls_endpoint = tls_daemon.endpoint().clone();
+    // A new client configuration (PEM files loaded, empty session cache) per connection.
+    let fresh = || SocketClient::new(tls_endpoint.clone()).with_tls(credentials.connector().unwrap());
     let tcp = SocketClient::new(tcp_daemon.endpoint().clone());
     let tls = SocketClient::new(tls_daemon.endpoint().clone()).with_tls(connector);
     let put = put_request(200);
