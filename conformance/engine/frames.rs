@@ -276,6 +276,8 @@ mod tests {
             Ok(Endpoint::Unix(PathBuf::from("/run/m.sock")))
         );
         assert!(matches!(Endpoint::parse("tcp://127.0.0.1:17878"), Ok(Endpoint::Tcp(_))));
+        assert!(matches!(Endpoint::parse("tls://127.0.0.1:17878"), Ok(Endpoint::Tls(_))));
+        assert!(Endpoint::parse("tls://localhost:17878").is_err());
         assert!(Endpoint::parse("tcp://localhost:17878").is_err());
         assert!(Endpoint::parse("unix://").is_err());
         assert!(Endpoint::parse("http://x").is_err());
