@@ -42,7 +42,7 @@ pub struct Cli {
 #[derive(Debug, Clone, Args)]
 pub struct GlobalArgs {
     /// Daemon endpoint (`unix://PATH`, `tcp://IP:PORT` or `tls://HOST:PORT` with the
-    /// MEMOREE_TLS_* / [tls] credentials); disables autostart.
+    /// `MEMOREE_TLS_*` / `[tls]` credentials); disables autostart.
     #[arg(long, global = true, env = "MEMOREE_ENDPOINT")]
     pub endpoint: Option<String>,
     /// Pretty-print the JSON envelope (2-space indentation).
