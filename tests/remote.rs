@@ -303,6 +303,9 @@ fn a_server_from_another_ca_or_under_another_name_is_refused_before_any_request(
     let other_ca = remote.pki.other_ca.clone();
     let outcome = remote.cli(&other_ca, alpha, &[], &["artifact", "put", "-"]);
     assert_tls_refusal(&outcome, "tls_server_untrusted", ENV_CA);
+    // `daemon status` reports the refusal, not a stopped daemon.
+    let outcome = remote.cli(&other_ca, alpha, &[], &["daemon", "status"]);
+    assert_tls_refusal(&outcome, "tls_server_untrusted", ENV_CA);
     assert!(
         outcome.1["error"]["message"].as_str().unwrap().contains("other-ca.pem"),
         "{}",
