@@ -120,9 +120,34 @@ impl From<CliResult<Response>> for Outcome {
     }
 }
 
+/// `memoree serve` as autostart launches it (`serve` first), parsed without building every
+/// other command's flags: a daemon then never runs, and never keeps resident, the argument
+/// code of the rest of the CLI. Anything else (help, a usage error) goes to the full parser.
+#[derive(Debug, Parser)]
+#[command(name = "memoree")]
+struct ServeOnly {
+    #[command(flatten)]
+    global: GlobalArgs,
+    #[command(subcommand)]
+    command: ServeCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum ServeCommand {
+    Serve(serve::ServeArgs),
+}
+
 /// Parses the process arguments and runs the command.
 pub fn main() -> ExitCode {
     init_logging();
+    if std::env::args_os().nth(1).is_some_and(|arg| arg == "serve")
+        && let Ok(ServeOnly {
+            global,
+            command: ServeCommand::Serve(args),
+        }) = ServeOnly::try_parse()
+    {
+        return serve::run(&args, global.pretty);
+    }
     match Cli::try_parse() {
         Ok(cli) => run(cli),
         Err(error) => {
