@@ -386,7 +386,10 @@ fn queries(store: &Store, size: usize) -> Queries {
     let mut attempts = 0;
     while queries.rare.len() < QUERIES {
         attempts += 1;
-        assert!(attempts < 100 * QUERIES, "the {size}-artifact corpus yields no query of every class");
+        assert!(
+            attempts < 100 * QUERIES,
+            "the {size}-artifact corpus yields no query of every class"
+        );
         // Artifact revision seqs are dense: 1..=size.
         let seq = 1 + rng.below(size) as i64;
         let words = body_words(store, seq);
