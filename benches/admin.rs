@@ -16,6 +16,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use memoree::fsutil;
+use memoree::protocol::claim::ClaimType;
 use memoree::service::Service;
 use memoree::store::artifact::{self, BlobRef, NewRevision};
 use memoree::store::claim::{self, EvidenceRef, NewClaimRevision};
@@ -75,8 +76,8 @@ fn seed(service: &Service, artifacts: usize) {
                     let new = NewRevision {
                         title: format!("Benchmark note {index}"),
                         media_type: "text/plain; charset=utf-8".to_owned(),
-                        body_text: artifact::body_text("text/plain", &bytes),
                         blob: BlobRef::inline(&bytes),
+                        content: bytes.clone(),
                         provenance_json: "{}".to_owned(),
                         actor: None,
                     };
@@ -93,7 +94,7 @@ fn seed(service: &Service, artifacts: usize) {
                             }],
                             actor: None,
                         };
-                        claim::assert(tx, &owner(), "fact", &claim, None, None)?;
+                        claim::assert(tx, &owner(), ClaimType::Fact, &claim, None, None)?;
                     }
                 }
                 Ok(())

@@ -85,10 +85,7 @@ fn start_and_stop(dir: &Path) {
         assert!(Instant::now() < deadline, "the daemon did not start");
         std::thread::sleep(Duration::from_millis(2));
     }
-    // SAFETY: a signal to our own child's pid.
-    unsafe {
-        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
-    }
+    let _ = rustix::process::kill_process(rustix::process::Pid::from_child(&child), rustix::process::Signal::TERM);
     child.wait().expect("wait for the daemon");
 }
 

@@ -176,10 +176,7 @@ struct Process(Child);
 
 impl Drop for Process {
     fn drop(&mut self) {
-        // SAFETY: signals only the child this bench spawned, by its own pid.
-        unsafe {
-            libc::kill(self.0.id() as libc::pid_t, libc::SIGTERM);
-        }
+        let _ = rustix::process::kill_process(rustix::process::Pid::from_child(&self.0), rustix::process::Signal::TERM);
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.0.try_wait() {

@@ -28,6 +28,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use memoree::fsutil;
+use memoree::protocol::claim::ClaimType;
 use memoree::service::Service;
 use memoree::store::artifact::{self, BlobRef, NewRevision};
 use memoree::store::claim::{self, EvidenceRef, NewClaimRevision};
@@ -85,8 +86,8 @@ fn seed(service: &Service, small: usize, large: usize, large_bytes: usize) {
                     let new = NewRevision {
                         title: format!("Benchmark note {index}"),
                         media_type: "text/plain; charset=utf-8".to_owned(),
-                        body_text: artifact::body_text("text/plain", &bytes),
                         blob: BlobRef::inline(&bytes),
+                        content: bytes,
                         provenance_json: "{}".to_owned(),
                         actor: None,
                     };
@@ -103,7 +104,7 @@ fn seed(service: &Service, small: usize, large: usize, large_bytes: usize) {
                             }],
                             actor: None,
                         };
-                        claim::assert(tx, &owner(), "fact", &claim, None, None)?;
+                        claim::assert(tx, &owner(), ClaimType::Fact, &claim, None, None)?;
                     }
                 }
                 Ok(())
@@ -118,8 +119,8 @@ fn seed(service: &Service, small: usize, large: usize, large_bytes: usize) {
         let new = NewRevision {
             title: format!("Large benchmark object {index}"),
             media_type: "application/octet-stream".to_owned(),
-            body_text: None,
             blob: BlobRef::external(digest, bytes.len() as u64),
+            content: bytes,
             provenance_json: "{}".to_owned(),
             actor: None,
         };

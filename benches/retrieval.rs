@@ -39,6 +39,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion};
 use memoree::protocol::Request;
+use memoree::protocol::claim::ClaimType;
 use memoree::service::{Runtime, Service};
 use memoree::store::Store;
 use memoree::store::artifact::{self, BlobRef, NewRevision};
@@ -202,7 +203,7 @@ fn seed(data: &Path, size: usize) {
                     title,
                     media_type: "text/markdown".to_owned(),
                     blob: BlobRef::inline(&bytes),
-                    body_text: Some(String::from_utf8(bytes).unwrap()),
+                    content: bytes,
                     provenance_json: "{}".to_owned(),
                     actor: None,
                 };
@@ -220,7 +221,7 @@ fn seed(data: &Path, size: usize) {
                             start_byte: Some(0),
                             end_byte: Some(20),
                         }];
-                        claim::assert(tx, &owner(project), "fact", &new_claim, None, None)?;
+                        claim::assert(tx, &owner(project), ClaimType::Fact, &new_claim, None, None)?;
                     }
                 }
                 Ok(())

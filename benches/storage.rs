@@ -7,14 +7,17 @@
 //!    vocabulary in sentences and paragraphs. Every put goes through the service (idempotency
 //!    key, FTS, events), four writers at a time so group commit applies as in real use.
 //! 2. **Daemon RSS**: `memoree serve` (the release binary) on a temp socket; `VmRSS` idle after
-//!    start, then `VmRSS` and `VmHWM` (peak) after a load of puts, searches, recalls, builds
-//!    and an 8 MiB artifact written and read back.
+//!    start (target <= 10 MiB), then `VmRSS` and `VmHWM` (peak) after a load of puts,
+//!    searches, recalls, builds and an 8 MiB artifact written and read back; and (section
+//!    `rss_loaded`) `VmRSS` after 10,000 artifacts were put through one connection, plus a
+//!    few reads (target <= 16 MiB).
 //! 3. **Cold call latency**: spawning `memoree call` with a capabilities request against the
 //!    warm daemon, 200 times; the floor is spawning `/bin/true` the same way.
 //!
 //! `MEMOREE_BENCH_AMP_BYTES` sets the raw bytes stored per size (default 8 MiB);
 //! `MEMOREE_BENCH_SPAWNS` the number of cold calls. A first argument filters sections
-//! (`amplification`, `rss`, `cold_call`).
+//! (`amplification`, `rss`, `rss_loaded`, `cold_call`). `MEMOREE_BENCH_LOADED_ARTIFACTS`
+//! sets the artifacts of `rss_loaded` (default 10,000).
 
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
@@ -382,9 +385,12 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        // SAFETY: signals only the child this bench spawned, by its own pid.
-        unsafe {
-            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+        // Signals only the child this bench spawned, by its own pid.
+        if let Some(pid) = i32::try_from(self.child.id())
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
         }
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
@@ -464,12 +470,12 @@ fn rss() {
         mib_of_kib(settled)
     );
     target(
-        9,
+        14,
         "daemon idle RSS",
         &format!("{:.1} MiB", mib_of_kib(idle)),
         "-",
-        "< 15 MiB",
-        Some(mib_of_kib(idle) < 15.0),
+        "<= 10 MiB",
+        Some(mib_of_kib(idle) <= 10.0),
     );
     target(
         9,
@@ -482,6 +488,69 @@ fn rss() {
         "8 MiB artifact",
         "report",
         None,
+    );
+}
+
+/// The daemon's resident memory once it holds a 10k-artifact store: puts through one
+/// connection, then a few searches and gets, as an agent session would.
+fn rss_loaded() {
+    let artifacts = env_usize("MEMOREE_BENCH_LOADED_ARTIFACTS", 10_000);
+    let daemon = Daemon::spawn();
+    std::thread::sleep(Duration::from_millis(500));
+    let (idle, _) = daemon.memory();
+    let client = daemon.client();
+    let mut session = client.session();
+    let text = Text::new();
+    let mut rng = Rng(0x1014);
+    let started = Instant::now();
+    let mut ids = Vec::new();
+    for i in 0..artifacts {
+        let size = KIB + rng.below(2 * KIB);
+        let body = text.generate(&mut rng, size);
+        let response = session
+            .exchange_json(&put_request(&format!("note {i}"), &body))
+            .unwrap();
+        assert!(response.ok, "{:?}", response.error);
+        if i % 100 == 0 {
+            ids.push(response.result.unwrap()["artifact_id"].as_str().unwrap().to_owned());
+        }
+    }
+    let load_seconds = started.elapsed().as_secs_f64();
+    for i in 0..50 {
+        let query = format!("{} {}", text.word(&mut rng), text.word(&mut rng));
+        let op = ["search", "memory.recall", "context.build"][i % 3];
+        let response = session
+            .exchange_json(&read_request(op, json!({"query": query})))
+            .unwrap();
+        assert!(response.ok, "{op}: {:?}", response.error);
+    }
+    for id in &ids {
+        let response = session
+            .exchange_json(&read_request("artifact.get", json!({"artifact_id": id})))
+            .unwrap();
+        assert!(response.ok, "{:?}", response.error);
+    }
+    drop(session);
+    let (loaded, peak) = daemon.memory();
+    std::thread::sleep(Duration::from_secs(1));
+    let (settled, _) = daemon.memory();
+    println!("\n== daemon memory with a loaded store (release binary, VmRSS / VmHWM from /proc) ==");
+    println!(
+        "idle {:.1} MiB; after {artifacts} puts ({load_seconds:.1} s, {:.0}/s), 50 reads and {} gets: VmRSS {:.1} MiB, peak {:.1} MiB, 1 s later {:.1} MiB",
+        mib_of_kib(idle),
+        artifacts as f64 / load_seconds,
+        ids.len(),
+        mib_of_kib(loaded),
+        mib_of_kib(peak),
+        mib_of_kib(settled)
+    );
+    target(
+        14,
+        &format!("daemon RSS after loading {artifacts} artifacts (1-3 KiB) through one connection"),
+        &format!("{:.1} MiB (peak {:.1} MiB)", mib_of_kib(loaded), mib_of_kib(peak)),
+        &format!("idle {:.1} MiB", mib_of_kib(idle)),
+        "<= 16 MiB",
+        Some(mib_of_kib(loaded) <= 16.0),
     );
 }
 
@@ -596,6 +665,9 @@ fn main() {
     }
     if selected("rss") {
         rss();
+    }
+    if selected("rss_loaded") {
+        rss_loaded();
     }
     if selected("cold_call") {
         cold_call();

@@ -6,6 +6,11 @@
 //! operation. After criterion's runs, a summary compares the results with the targets:
 //! socket round trip ≤ 2 × in-process + 100 µs; 24 MiB frame peak ≤ ~3 × its size; four
 //! writers ≥ 2 × the throughput of one.
+//!
+//! Section `artifact_put_heap` (issue 14): the peak heap of one 8 MiB `artifact.put`
+//! through a daemon in this process, the request already encoded (so what is counted is
+//! the daemon reading, parsing, validating, decoding and storing it), as a multiple of the
+//! content size.
 
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
@@ -355,7 +360,45 @@ fn bench_group_commit(c: &mut Criterion) {
     );
 }
 
+/// Peak heap of an 8 MiB `artifact.put` served by the daemon, request pre-encoded.
+fn artifact_put_heap() {
+    let served = Served::start();
+    let client = served.client();
+    let size = memoree::protocol::limits::MAX_ARTIFACT_BYTES;
+    let mut session = client.session();
+    // Warm the connection, the schema validators and the store.
+    assert!(session.exchange_json(&put_request(1024)).unwrap().ok);
+    let mut peaks = Vec::new();
+    for _ in 0..3 {
+        let body = serde_json::to_vec(&put_request(size)).unwrap();
+        let (response, peak) = peak_during(|| session.exchange_raw(&body).unwrap());
+        assert!(response.ok, "{:?}", response.error);
+        peaks.push(peak);
+    }
+    let peak = *peaks.iter().min().unwrap();
+    let ratio = peak as f64 / size as f64;
+    note(format!(
+        "artifact.put of 8 MiB through the daemon: peak heap {:.1} MiB = {ratio:.2}x the content (best of 3: {:?} MiB)",
+        peak as f64 / (1 << 20) as f64,
+        peaks.iter().map(|p| p / (1 << 20)).collect::<Vec<_>>()
+    ));
+    targets::target(
+        14,
+        "artifact.put of 8 MiB through the daemon, peak heap (request pre-encoded), best of 3",
+        &format!("{:.1} MiB = {ratio:.2}x the content", peak as f64 / (1 << 20) as f64),
+        "the 8 MiB content",
+        "<= 2.5x (no copy of the input)",
+        Some(ratio <= 2.5),
+    );
+}
+
 fn main() {
+    if std::env::args().any(|arg| arg == "--list") {
+        return;
+    }
+    if selected("artifact_put_heap") {
+        artifact_put_heap();
+    }
     let mut criterion = Criterion::default().configure_from_args();
     if selected("round_trip_small_read") {
         bench_round_trip(&mut criterion);

@@ -6,6 +6,7 @@
 //! Bulk rows go through the store's own write path in batches (no per-row fsync); the
 //! lifecycle operations go through the service, so replay records and events are real.
 
+use memoree::protocol::claim::ClaimType;
 use memoree::service::Service;
 use memoree::store::artifact::{self, BlobRef, NewRevision};
 use memoree::store::claim::{self, EvidenceRef, NewClaimRevision};
@@ -63,8 +64,8 @@ fn new_revision(service: &Service, index: usize, bytes: Vec<u8>) -> Result<NewRe
     Ok(NewRevision {
         title: format!("Generated note {index}"),
         media_type: "text/markdown".to_owned(),
-        body_text: artifact::body_text("text/markdown", &bytes),
         blob,
+        content: bytes,
         provenance_json: json!({"generator": "roundtrip", "index": index}).to_string(),
         actor: index.is_multiple_of(4).then(|| "generator".to_owned()),
     })
@@ -114,7 +115,7 @@ fn seed(service: &Service, count: usize) -> Result<Seeded, String> {
                             evidence,
                             actor: None,
                         };
-                        let (c, _) = claim::assert(tx, &owner, "fact", &new, None, None)?;
+                        let (c, _) = claim::assert(tx, &owner, ClaimType::Fact, &new, None, None)?;
                         claim = Some((c.claim_id, c.revision_id));
                     }
                     made.push((index, row.artifact_id, row.revision_id, claim));
@@ -123,9 +124,13 @@ fn seed(service: &Service, count: usize) -> Result<Seeded, String> {
             })
             .map_err(|e| e.to_string())?;
         for (index, artifact_id, revision_id, claim) in made {
-            seeded.artifacts.push((artifact_id, revision_id, owner(index)));
+            seeded
+                .artifacts
+                .push((artifact_id.to_string(), revision_id.to_string(), owner(index)));
             if let Some((claim_id, claim_revision)) = claim {
-                seeded.claims.push((claim_id, claim_revision, owner(index)));
+                seeded
+                    .claims
+                    .push((claim_id.to_string(), claim_revision.to_string(), owner(index)));
             }
         }
     }

@@ -14,8 +14,7 @@
 
 use std::path::Path;
 
-use memoree::client::InProcess;
-use memoree::service::Service;
+use memoree::service::{InProcess, Service};
 use memoree::store::portable::{self, Scope, export, fresh};
 use serde_json::{Value, json};
 

@@ -282,62 +282,35 @@ fn c_path(path: &Path) -> io::Result<CString> {
 
 /// Renames `from` to `to`, failing with `ErrorKind::AlreadyExists` if anything exists at
 /// `to`. Works for files and directories. Linux uses `renameat2(RENAME_NOREPLACE)`, macOS
-/// `renamex_np(RENAME_EXCL)`; every other target fails closed with
-/// `ErrorKind::Unsupported`.
+/// `renamex_np(RENAME_EXCL)` (both through `rustix`); every other target fails closed with
+/// `ErrorKind::Unsupported`, as does a kernel or filesystem that cannot honour the flag.
 pub fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
-    let from = c_path(from)?;
-    let to = c_path(to)?;
-    sys_rename_noreplace(&from, &to)
+    c_path(from)?;
+    c_path(to)?;
+    sys_rename_noreplace(from, to)
 }
 
-#[cfg(any(target_os = "linux", target_os = "android"))]
-fn sys_rename_noreplace(from: &CString, to: &CString) -> io::Result<()> {
-    // SAFETY: both pointers come from live `CString`s, so they are valid NUL-terminated
-    // strings for the duration of the call; the kernel does not retain them.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_renameat2,
-            libc::AT_FDCWD,
-            from.as_ptr(),
-            libc::AT_FDCWD,
-            to.as_ptr(),
-            libc::RENAME_NOREPLACE,
-        )
-    };
-    if rc == 0 {
-        return Ok(());
-    }
-    let err = io::Error::last_os_error();
-    match err.raw_os_error() {
+#[cfg(any(target_os = "linux", target_os = "android", target_os = "macos", target_os = "ios"))]
+fn sys_rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+    use rustix::fs::{CWD, RenameFlags};
+    use rustix::io::Errno;
+
+    match rustix::fs::renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
+        Ok(()) => Ok(()),
         // An old kernel or a filesystem that cannot honour the flag: fail closed.
-        Some(libc::ENOSYS | libc::EINVAL) => Err(io::Error::new(
+        Err(errno @ (Errno::NOSYS | Errno::INVAL | Errno::NOTSUP)) => Err(io::Error::new(
             io::ErrorKind::Unsupported,
-            format!("atomic no-replace rename is not supported here: {err}"),
+            format!(
+                "atomic no-replace rename is not supported here: {}",
+                io::Error::from(errno)
+            ),
         )),
-        _ => Err(err),
-    }
-}
-
-#[cfg(any(target_os = "macos", target_os = "ios"))]
-fn sys_rename_noreplace(from: &CString, to: &CString) -> io::Result<()> {
-    // SAFETY: both pointers come from live `CString`s, so they are valid NUL-terminated
-    // strings for the duration of the call; the kernel does not retain them.
-    let rc = unsafe { libc::renamex_np(from.as_ptr(), to.as_ptr(), libc::RENAME_EXCL) };
-    if rc == 0 {
-        return Ok(());
-    }
-    let err = io::Error::last_os_error();
-    match err.raw_os_error() {
-        Some(libc::ENOTSUP) => Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            format!("atomic no-replace rename is not supported here: {err}"),
-        )),
-        _ => Err(err),
+        Err(errno) => Err(errno.into()),
     }
 }
 
 #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "macos", target_os = "ios")))]
-fn sys_rename_noreplace(_from: &CString, _to: &CString) -> io::Result<()> {
+fn sys_rename_noreplace(_from: &Path, _to: &Path) -> io::Result<()> {
     Err(io::Error::new(
         io::ErrorKind::Unsupported,
         "atomic no-replace rename is not implemented on this platform",
@@ -383,19 +356,8 @@ pub fn dir_size(path: &Path) -> io::Result<(u64, u64)> {
 
 /// Bytes available to an unprivileged user on the filesystem holding `path`.
 pub fn disk_free_bytes(path: &Path) -> io::Result<u64> {
-    let c_path = c_path(path)?;
-    let mut stat = std::mem::MaybeUninit::<libc::statvfs>::uninit();
-    // SAFETY: `c_path` is a valid NUL-terminated string and `stat` points to writable
-    // memory large enough for a `statvfs`, which the call fills on success.
-    let rc = unsafe { libc::statvfs(c_path.as_ptr(), stat.as_mut_ptr()) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `statvfs` returned 0, so it initialised the whole struct.
-    let stat = unsafe { stat.assume_init() };
-    #[allow(clippy::useless_conversion)] // The field widths differ between platforms.
-    let (avail, frsize) = (u64::from(stat.f_bavail), u64::from(stat.f_frsize));
-    Ok(avail.saturating_mul(frsize))
+    let stat = rustix::fs::statvfs(path)?;
+    Ok(stat.f_bavail.saturating_mul(stat.f_frsize))
 }
 
 #[cfg(test)]

@@ -8,6 +8,8 @@
 //! **Invariant:** the Markdown stays under [`MAX_MARKDOWN_BYTES`], names no model vendor,
 //! and states that retrieved content is untrusted reference material.
 
+use std::borrow::Cow;
+
 use crate::protocol::admin::{InstructionConcept, InstructionDocument, InstructionRule, Invocation, RuleLevel};
 use crate::protocol::{Operation, PROTOCOL_VERSION, limits};
 
@@ -40,17 +42,17 @@ const WORKFLOW: &[&str] = &[
 
 const fn must(id: &'static str, text: &'static str) -> InstructionRule {
     InstructionRule {
-        id,
+        id: Cow::Borrowed(id),
         level: RuleLevel::Must,
-        text,
+        text: Cow::Borrowed(text),
     }
 }
 
 const fn should(id: &'static str, text: &'static str) -> InstructionRule {
     InstructionRule {
-        id,
+        id: Cow::Borrowed(id),
         level: RuleLevel::Should,
-        text,
+        text: Cow::Borrowed(text),
     }
 }
 
@@ -166,7 +168,10 @@ const RULES: &[InstructionRule] = &[
 ];
 
 const fn concept(name: &'static str, meaning: &'static str) -> InstructionConcept {
-    InstructionConcept { name, meaning }
+    InstructionConcept {
+        name: Cow::Borrowed(name),
+        meaning: Cow::Borrowed(meaning),
+    }
 }
 
 const CONCEPTS: &[InstructionConcept] = &[
@@ -259,17 +264,17 @@ pub fn request_essentials() -> Vec<String> {
 /// The structured instructions (the `json` format).
 pub fn document() -> InstructionDocument {
     InstructionDocument {
-        product: "memoree",
+        product: "memoree".into(),
         instruction_set_version: INSTRUCTION_SET_VERSION,
         protocol_version: PROTOCOL_VERSION,
-        purpose: PURPOSE,
+        purpose: PURPOSE.into(),
         invocation: Invocation {
-            command: "memoree call",
-            request_stream: "stdin: exactly one JSON request object",
-            response_stream: "stdout: exactly one JSON response envelope",
-            diagnostics_stream: "stderr: logs and progress only",
+            command: "memoree call".into(),
+            request_stream: "stdin: exactly one JSON request object".into(),
+            response_stream: "stdout: exactly one JSON response envelope".into(),
+            diagnostics_stream: "stderr: logs and progress only".into(),
         },
-        workflow: WORKFLOW.to_vec(),
+        workflow: WORKFLOW.iter().map(|&step| step.into()).collect(),
         rules: RULES.to_vec(),
         concepts: CONCEPTS.to_vec(),
         request_essentials: request_essentials(),
@@ -374,16 +379,16 @@ mod tests {
 
     #[test]
     fn rules_have_the_protocol_ids_and_only_write_hygiene_is_a_should() {
-        let ids: Vec<&str> = RULES.iter().map(|rule| rule.id).collect();
+        let ids: Vec<&str> = RULES.iter().map(|rule| rule.id.as_ref()).collect();
         assert_eq!(ids, RULE_IDS);
         let shoulds: Vec<&str> = RULES
             .iter()
             .filter(|rule| rule.level == RuleLevel::Should)
-            .map(|rule| rule.id)
+            .map(|rule| rule.id.as_ref())
             .collect();
         assert_eq!(shoulds, ["write-hygiene"]);
         assert_eq!(WORKFLOW.len(), 15);
-        let concepts: Vec<&str> = CONCEPTS.iter().map(|c| c.name).collect();
+        let concepts: Vec<&str> = CONCEPTS.iter().map(|c| c.name.as_ref()).collect();
         assert_eq!(
             concepts,
             [

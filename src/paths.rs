@@ -234,41 +234,7 @@ fn defaults(env: &dyn Fn(&str) -> Option<OsString>, platform: Platform) -> Resul
 
 /// The current user's home directory from the password database.
 fn passwd_home() -> Option<OsString> {
-    use std::ffi::CStr;
-    use std::os::unix::ffi::OsStringExt;
-
-    let mut buf = vec![0u8; 4096];
-    loop {
-        let mut pwd = std::mem::MaybeUninit::<libc::passwd>::uninit();
-        let mut found: *mut libc::passwd = std::ptr::null_mut();
-        // SAFETY: `pwd` and `found` point to writable locals, and `buf` is a writable
-        // buffer of exactly `buf.len()` bytes that outlives every use of the strings the
-        // call stores in `pwd`.
-        let rc = unsafe {
-            libc::getpwuid_r(
-                libc::getuid(),
-                pwd.as_mut_ptr(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                &mut found,
-            )
-        };
-        if rc == libc::ERANGE && buf.len() < 1 << 20 {
-            buf.resize(buf.len() * 2, 0);
-            continue;
-        }
-        if rc != 0 || found.is_null() {
-            return None;
-        }
-        // SAFETY: the call succeeded and `found` points to `pwd`, which it initialised.
-        let dir = unsafe { (*found).pw_dir };
-        if dir.is_null() {
-            return None;
-        }
-        // SAFETY: `pw_dir` is a NUL-terminated string inside `buf`, which is still alive.
-        let bytes = unsafe { CStr::from_ptr(dir) }.to_bytes();
-        return (!bytes.is_empty()).then(|| OsString::from_vec(bytes.to_vec()));
-    }
+    crate::sys::passwd_home()
 }
 
 /// A daemon endpoint: a Unix socket path or a TCP socket address (IP literal only).

@@ -150,6 +150,14 @@ fn session_exec_hands_the_child_a_derived_task_context() {
     let task = memoree::ambient::derive_task_id(WORKSPACE, PROJECT, "fix-auth");
     assert_eq!(body["context"]["task_id"], task);
 
+    // `--` is optional, as for the reference: scripts written either way work.
+    let output = home
+        .cmd(&["session", "exec", "--task", "fix-auth", bin(), "context", "show"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(envelope(&output)["context"]["task_id"], task);
+
     // A nested session replaces the inherited task rather than stacking it.
     let output = home
         .cmd(&[

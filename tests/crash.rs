@@ -347,7 +347,7 @@ fn acknowledged_mutations_survive_sigkill_at_random_moments_exactly_once() {
     let mut daemon = run.start(0);
     run.recover(&daemon);
     run.final_pass(&daemon);
-    daemon.signal(libc::SIGTERM);
+    daemon.signal(rustix::process::Signal::TERM);
     assert!(daemon.wait_exit(Duration::from_secs(20)).success());
 
     // Informational: scratch files of CAS writes interrupted by a kill (garbage, not data).

@@ -266,12 +266,12 @@ fn a_second_daemon_on_the_same_data_dir_exits_with_a_transport_error() {
 
 #[test]
 fn sigterm_and_sigint_shut_down_cleanly_and_remove_the_socket() {
-    for signal in [libc::SIGTERM, libc::SIGINT] {
+    for signal in [rustix::process::Signal::TERM, rustix::process::Signal::INT] {
         let mut daemon = TestDaemon::start();
         daemon.signal(signal);
         let status = daemon.wait_exit(Duration::from_secs(15));
-        assert!(status.success(), "signal {signal}: {status}\n{}", daemon.logs());
-        assert!(!daemon.socket().exists(), "signal {signal}");
+        assert!(status.success(), "signal {signal:?}: {status}\n{}", daemon.logs());
+        assert!(!daemon.socket().exists(), "signal {signal:?}");
         assert!(daemon.data_dir().join("memoreed.lock").exists());
     }
 }
@@ -526,7 +526,7 @@ fn acknowledged_writes_survive_kill_9_of_the_daemon() {
             let (client, acked, count) = (client.clone(), Arc::clone(&acked), Arc::clone(&count));
             std::thread::spawn(move || {
                 for i in 0.. {
-                    match client.exchange(&put(&format!("kill9-{writer}-{i}"))) {
+                    match client.exchange_json(&put(&format!("kill9-{writer}-{i}"))) {
                         Ok(response) if response.ok => {
                             let id = response.result.as_ref().unwrap()["artifact_id"]
                                 .as_str()
@@ -571,7 +571,7 @@ fn the_socket_client_maps_a_missing_daemon_to_a_retryable_transport_error() {
     let dir = tempfile::tempdir().unwrap();
     let client = SocketClient::new(Endpoint::Unix(dir.path().join("none.sock")));
     let error = client.exchange_json(&request("capabilities", json!({}))).unwrap_err();
-    let body = error.to_error_body();
-    assert_eq!(body.code, ErrorCode::TransportError);
-    assert!(body.retryable);
+    assert!(matches!(error, ClientError::Transport(_)), "{error}");
+    assert_eq!(error.code(), ErrorCode::TransportError);
+    assert!(error.code().default_retryable());
 }

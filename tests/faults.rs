@@ -12,7 +12,6 @@
 
 use std::ffi::CString;
 use std::io::Write;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -54,21 +53,10 @@ struct Tmpfs {
 impl Tmpfs {
     fn mount(root: &Path, size: u64) -> Result<Tmpfs, String> {
         std::fs::create_dir_all(root).unwrap();
-        let target = CString::new(root.as_os_str().as_bytes()).unwrap();
         let options = CString::new(format!("size={size},mode=0700")).unwrap();
-        // SAFETY: every pointer is a valid NUL-terminated string for the duration of the call.
-        let status = unsafe {
-            libc::mount(
-                c"memoree-test".as_ptr(),
-                target.as_ptr(),
-                c"tmpfs".as_ptr(),
-                libc::MS_NOSUID | libc::MS_NODEV,
-                options.as_ptr().cast(),
-            )
-        };
-        if status != 0 {
-            return Err(std::io::Error::last_os_error().to_string());
-        }
+        let flags = rustix::mount::MountFlags::NOSUID | rustix::mount::MountFlags::NODEV;
+        rustix::mount::mount("memoree-test", root, "tmpfs", flags, options.as_c_str())
+            .map_err(|e| std::io::Error::from(e).to_string())?;
         Ok(Tmpfs {
             root: root.to_path_buf(),
             filler: root.join("filler"),
@@ -100,9 +88,8 @@ impl Disk for Tmpfs {
 
 impl Drop for Tmpfs {
     fn drop(&mut self) {
-        let target = CString::new(self.root.as_os_str().as_bytes()).unwrap();
-        // SAFETY: a valid NUL-terminated path; a lazy unmount also succeeds while busy.
-        unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
+        // A lazy unmount also succeeds while busy.
+        let _ = rustix::mount::unmount(&self.root, rustix::mount::UnmountFlags::DETACH);
     }
 }
 
@@ -337,7 +324,7 @@ impl Scenario<'_> {
         self.check();
 
         // And all of it survives a restart.
-        self.daemon.signal(libc::SIGTERM);
+        self.daemon.signal(rustix::process::Signal::TERM);
         assert!(self.daemon.wait_exit(Duration::from_secs(20)).success());
     }
 }

@@ -14,7 +14,7 @@ use std::time::Duration;
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use hyper::http::{HeaderMap, Request};
-use memoree::client::Transport;
+use memoree::client::Exchange;
 use memoree::client::socket::SocketClient;
 use memoree::eval::Corpus;
 use serde_json::{Value, json};
@@ -94,7 +94,7 @@ fn context() -> Value {
 
 /// Sends one request; panics on a transport failure, returns the envelope as JSON.
 pub fn call(client: &SocketClient, request: &Value) -> Value {
-    serde_json::to_value(client.exchange(request).unwrap()).unwrap()
+    serde_json::to_value(client.send_value(request).unwrap()).unwrap()
 }
 
 fn write(client: &SocketClient, key: &str, op: &str, input: Value) -> Value {

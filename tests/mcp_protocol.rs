@@ -109,7 +109,7 @@ fn a_cancelled_long_call_gets_no_response_and_the_server_keeps_serving() {
     assert_eq!(warm["result"]["isError"], false, "{warm}");
 
     // A stopped daemon makes the next call hang until it is cancelled.
-    daemon.signal(libc::SIGSTOP);
+    daemon.signal(rustix::process::Signal::STOP);
     server.send(&json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": call_params("recall", json!({"query": "slow"}))}));
     std::thread::sleep(Duration::from_millis(300));
     server.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 10, "reason": "user stopped it"}}));
@@ -118,7 +118,7 @@ fn a_cancelled_long_call_gets_no_response_and_the_server_keeps_serving() {
     let listed = server.request(12, "tools/list", json!({}));
     assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 18);
 
-    daemon.signal(libc::SIGCONT);
+    daemon.signal(rustix::process::Signal::CONT);
     let after = server.request(13, "tools/call", call_params("doctor", json!({})));
     assert_eq!(after["result"]["isError"], false, "{after}");
     // The cancelled call finished in the background; its reply was dropped.
@@ -246,14 +246,14 @@ fn the_server_exits_promptly_when_the_host_leaves_during_a_hung_call() {
     let endpoint = daemon.endpoint_arg();
     let mut server = RawServer::spawn(command(&home, &home.project, &["--endpoint", &endpoint], &[]));
     server.initialize("2025-06-18");
-    daemon.signal(libc::SIGSTOP);
+    daemon.signal(rustix::process::Signal::STOP);
     server
         .send(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": call_params("doctor", json!({}))}));
     std::thread::sleep(Duration::from_millis(300));
     let started = std::time::Instant::now();
     let (_, _, status) = server.finish();
     let took = started.elapsed();
-    daemon.signal(libc::SIGCONT);
+    daemon.signal(rustix::process::Signal::CONT);
     assert!(status.success(), "{status}");
     // rmcp drains in-flight responses for 5 s after EOF; the blocked call is then abandoned
     // after a 1 s grace instead of holding the process for the client's 30 s read timeout.

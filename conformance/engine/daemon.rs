@@ -136,10 +136,10 @@ fn wait_until_ready(endpoint: &Endpoint, child: &mut Child, what: &str) -> Resul
 /// SIGTERM to the daemon's process group (so a `sh -c` wrapper and its child both get it,
 /// and the daemon can remove its socket), then SIGKILL after a grace period.
 fn stop(child: &mut Child) {
-    let group = -(child.id() as libc::pid_t);
-    // SAFETY: `kill` with the process group of our own child and a valid signal number.
-    unsafe {
-        libc::kill(group, libc::SIGTERM);
+    use rustix::process::{Pid, Signal, kill_process_group};
+    let group = i32::try_from(child.id()).ok().and_then(Pid::from_raw);
+    if let Some(group) = group {
+        let _ = kill_process_group(group, Signal::TERM);
     }
     let deadline = Instant::now() + Duration::from_secs(5);
     while Instant::now() < deadline {
@@ -148,9 +148,8 @@ fn stop(child: &mut Child) {
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    // SAFETY: as above.
-    unsafe {
-        libc::kill(group, libc::SIGKILL);
+    if let Some(group) = group {
+        let _ = kill_process_group(group, Signal::KILL);
     }
     let _ = child.wait();
 }

@@ -18,10 +18,12 @@ use super::transport::{Outgoing, Session, Transport, temp_dir};
 struct SessionTransport(Mutex<Box<dyn Session>>);
 
 impl ClientTransport for SessionTransport {
-    fn exchange(&self, request: &Value) -> Result<Response, ClientError> {
+    fn exchange_raw(&self, body: &[u8]) -> Result<Response, ClientError> {
+        let request: Value =
+            serde_json::from_slice(body).map_err(|e| ClientError::Transport(format!("unparseable request: {e}")))?;
         let mut session = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let envelope = session
-            .exchange(&Outgoing::Json(request.clone()))
+            .exchange(&Outgoing::Json(request))
             .map_err(ClientError::Transport)?;
         serde_json::from_value(envelope).map_err(|e| ClientError::Transport(format!("undecodable envelope: {e}")))
     }

@@ -7,19 +7,21 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::CallerError;
 use super::remember::{RememberOptions, RememberSource, SourceCapture};
 pub use super::secrets::SensitiveFlag;
 use crate::protocol::Warning;
 use crate::protocol::limits::MAX_CONTEXT_ID_BYTES;
+use crate::protocol::local::{
+    CheckpointSummary, CheckpointWriteResult, PendingDropResult, PendingListResult, PendingShowResult,
+};
 
 /// The directory under the data dir.
 pub const PENDING_DIR: &str = "pending-checkpoints";
@@ -129,23 +131,20 @@ impl CheckpointRecord {
 
     /// The list/write summary at `now`: everything but `text` and `schema_version`, plus
     /// `expires_at` and `expired`.
-    pub fn summary(&self, now: DateTime<Utc>) -> Value {
-        let mut value = json!({
-            "checkpoint_id": self.checkpoint_id,
-            "session_id": self.session_id,
-            "original_bytes": self.original_bytes,
-            "stored_bytes": self.stored_bytes,
-            "truncated": self.truncated,
-            "sensitive_flags": self.sensitive_flags.iter().map(|f| f.as_str()).collect::<Vec<_>>(),
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "expires_at": timestamp(self.expires_at()),
-            "expired": now >= self.expires_at(),
-        });
-        if let Some(task) = &self.task {
-            value["task"] = json!(task);
+    pub fn summary(&self, now: DateTime<Utc>) -> CheckpointSummary {
+        CheckpointSummary {
+            checkpoint_id: self.checkpoint_id.clone(),
+            session_id: self.session_id.clone(),
+            task: self.task.clone(),
+            original_bytes: self.original_bytes,
+            stored_bytes: self.stored_bytes,
+            truncated: self.truncated,
+            sensitive_flags: self.sensitive_flags.iter().map(|f| f.as_str().into()).collect(),
+            created_at: self.created_at.clone(),
+            updated_at: self.updated_at.clone(),
+            expires_at: timestamp(self.expires_at()),
+            expired: now >= self.expires_at(),
         }
-        value
     }
 
     /// The full record, for `pending show`.
@@ -205,13 +204,14 @@ pub struct DroppedCheckpoint {
 }
 
 impl DroppedCheckpoint {
-    pub fn to_json(&self) -> Value {
-        json!({
-            "dropped": true,
-            "checkpoint_id": self.checkpoint_id,
-            "session_id": self.session_id,
-            "recoverable": false,
-        })
+    /// `result` of `memoree pending drop`.
+    pub fn result(&self) -> PendingDropResult {
+        PendingDropResult {
+            dropped: true,
+            checkpoint_id: self.checkpoint_id.clone(),
+            session_id: self.session_id.clone(),
+            recoverable: false,
+        }
     }
 }
 
@@ -256,14 +256,8 @@ impl CheckpointStore {
             .mode(0o600)
             .open(&path)
             .map_err(|e| CallerError::io(format!("opening {}", path.display()), e))?;
-        // SAFETY: the descriptor is owned by `file`, which outlives the call.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-        if rc != 0 {
-            return Err(CallerError::io(
-                format!("locking {}", path.display()),
-                std::io::Error::last_os_error(),
-            ));
-        }
+        file.lock()
+            .map_err(|e| CallerError::io(format!("locking {}", path.display()), e))?;
         Ok(StoreLock { _file: file })
     }
 
@@ -442,22 +436,29 @@ fn resolve_id(id_or_session: &str) -> Result<String, CallerError> {
 }
 
 /// `result` of `memoree checkpoint`.
-pub fn write_result(record: &CheckpointRecord, now: DateTime<Utc>) -> Value {
-    json!({ "pending": true, "recallable": false, "checkpoint": record.summary(now) })
+pub fn write_result(record: &CheckpointRecord, now: DateTime<Utc>) -> CheckpointWriteResult {
+    CheckpointWriteResult {
+        pending: true,
+        recallable: false,
+        checkpoint: record.summary(now),
+    }
 }
 
 /// `result` of `memoree pending list`.
-pub fn list_result(records: &[CheckpointRecord], include_expired: bool, now: DateTime<Utc>) -> Value {
-    json!({
-        "recallable": false,
-        "include_expired": include_expired,
-        "checkpoints": records.iter().map(|r| r.summary(now)).collect::<Vec<_>>(),
-    })
+pub fn list_result(records: &[CheckpointRecord], include_expired: bool, now: DateTime<Utc>) -> PendingListResult {
+    PendingListResult {
+        recallable: false,
+        include_expired,
+        checkpoints: records.iter().map(|r| r.summary(now)).collect(),
+    }
 }
 
 /// `result` of `memoree pending show`.
-pub fn show_result(record: &CheckpointRecord) -> Value {
-    json!({ "recallable": false, "checkpoint": record.to_json() })
+pub fn show_result(record: &CheckpointRecord) -> PendingShowResult {
+    PendingShowResult {
+        recallable: false,
+        checkpoint: record.to_json(),
+    }
 }
 
 #[cfg(test)]

@@ -19,8 +19,6 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::{Value, json};
-
 pub use self::env::ENV_ALLOW_LIST;
 use self::process::{Invocation, RunError, ScratchDir};
 use super::CallerError;
@@ -197,12 +195,13 @@ impl CompilerReport {
         }
     }
 
-    pub fn to_json(&self) -> Value {
-        let mut value = json!({ "mode": self.mode, "schema_version": REMEMBER_SCHEMA_VERSION });
-        if let Some(model) = self.model {
-            value["model"] = json!(model);
+    /// The `compiler` object of a plan.
+    pub fn info(&self) -> crate::protocol::local::CompilerInfo {
+        crate::protocol::local::CompilerInfo {
+            mode: self.mode.into(),
+            schema_version: REMEMBER_SCHEMA_VERSION,
+            model: self.model.map(Into::into),
         }
-        value
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::protocol::{ErrorBody, ErrorCode};
+use crate::protocol::ErrorCode;
 
 /// A failure of `remember`, `checkpoint` or `pending`. Each variant maps to exactly one wire
 /// [`ErrorCode`]; see [`CallerError::code`].
@@ -10,19 +10,19 @@ use crate::protocol::{ErrorBody, ErrorCode};
 #[non_exhaustive]
 pub enum CallerError {
     /// The caller's input is unusable as given.
-    #[error("invalid request: {0}")]
+    #[error("{}: {}", ErrorCode::InvalidRequest.prefix(), .0)]
     InvalidRequest(String),
     /// The input exceeds a size limit.
-    #[error("content exceeds the configured size limit: {0}")]
+    #[error("{}: {}", ErrorCode::ContentTooLarge.prefix(), .0)]
     ContentTooLarge(String),
     /// A named local item does not exist.
-    #[error("not found: {0}")]
+    #[error("{}: {}", ErrorCode::NotFound.prefix(), .0)]
     NotFound(String),
     /// The environment or configuration cannot provide what the command needs.
-    #[error("configuration error: {0}")]
+    #[error("{}: {}", ErrorCode::ConfigError.prefix(), .0)]
     Config(String),
     /// The claim compiler failed or broke its output contract.
-    #[error("reasoning adapter error: {message}")]
+    #[error("{}: {message}", ErrorCode::ReasonerError.prefix())]
     Reasoner {
         message: String,
         retryable: bool,
@@ -69,16 +69,15 @@ impl CallerError {
         }
     }
 
-    /// The `error` object of a failure envelope for this error.
-    pub fn to_error_body(&self) -> ErrorBody {
-        let body = ErrorBody::new(self.code(), self.to_string()).with_retryable(self.retryable());
+    /// What to do about it, when there is more to say than the message.
+    pub fn hint(&self) -> Option<String> {
         match self {
-            CallerError::Reasoner { hint: Some(hint), .. } => body.with_hint(hint.clone()),
-            CallerError::CorruptCheckpoint { path, .. } => body.with_hint(format!(
+            CallerError::Reasoner { hint, .. } => hint.clone(),
+            CallerError::CorruptCheckpoint { path, .. } => Some(format!(
                 "inspect {} and delete it if it cannot be repaired; nothing else reads it",
                 path.display()
             )),
-            _ => body,
+            _ => None,
         }
     }
 }
@@ -113,11 +112,10 @@ mod tests {
             ),
         ];
         for (error, code, prefix) in cases {
-            let body = error.to_error_body();
-            assert_eq!(body.code, code);
-            assert!(body.message.starts_with(prefix), "{}", body.message);
-            assert!(!body.retryable);
-            assert!(body.hint.is_none());
+            assert_eq!(error.code(), code);
+            assert!(error.to_string().starts_with(prefix), "{error}");
+            assert!(!error.retryable());
+            assert!(error.hint().is_none());
         }
     }
 
@@ -128,10 +126,9 @@ mod tests {
             retryable: true,
             hint: Some("run `codex login`".into()),
         };
-        let body = error.to_error_body();
-        assert_eq!(body.code, ErrorCode::ReasonerError);
-        assert_eq!(body.message, "reasoning adapter error: timed out");
-        assert!(body.retryable);
-        assert_eq!(body.hint.as_deref(), Some("run `codex login`"));
+        assert_eq!(error.code(), ErrorCode::ReasonerError);
+        assert_eq!(error.to_string(), "reasoning adapter error: timed out");
+        assert!(error.retryable());
+        assert_eq!(error.hint().as_deref(), Some("run `codex login`"));
     }
 }

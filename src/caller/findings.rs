@@ -4,11 +4,10 @@
 //! out. **Invariant:** they never certify that any content is correct; they only point at
 //! what a reviewer should look at.
 
-use serde_json::{Value, json};
-
 use super::proposal::{ClaimType, PlanClaims, RejectedClaim};
 use super::remember::SourceCapture;
 use crate::protocol::Warning;
+use crate::protocol::local::{FindingInfo, QualityInfo};
 
 pub const SELF_ATTESTED_SOURCE: &str = "REMEMBER_SELF_ATTESTED_SOURCE";
 pub const MUTABLE_OBSERVATION: &str = "REMEMBER_MUTABLE_OBSERVATION";
@@ -44,16 +43,13 @@ pub struct Finding {
 }
 
 impl Finding {
-    pub fn to_json(&self) -> Value {
-        let mut value = json!({
-            "code": self.code,
-            "severity": self.severity.as_str(),
-            "message": self.message,
-        });
-        if !self.claim_indexes.is_empty() {
-            value["claim_indexes"] = json!(self.claim_indexes);
+    pub fn info(&self) -> FindingInfo {
+        FindingInfo {
+            code: self.code.into(),
+            severity: self.severity.as_str().into(),
+            message: self.message.clone(),
+            claim_indexes: self.claim_indexes.clone(),
         }
-        value
     }
 }
 
@@ -70,13 +66,14 @@ impl QualityReport {
         self.findings.iter().any(|f| f.severity == Severity::Warning)
     }
 
-    pub fn to_json(&self) -> Value {
-        json!({
-            "evidence_basis": "remember_source_revision",
-            "source_capture": self.source_capture.as_str(),
-            "requires_review": self.requires_review(),
-            "findings": self.findings.iter().map(Finding::to_json).collect::<Vec<_>>(),
-        })
+    /// The `plan.quality` object.
+    pub fn info(&self) -> QualityInfo {
+        QualityInfo {
+            evidence_basis: "remember_source_revision".into(),
+            source_capture: self.source_capture.as_str().into(),
+            requires_review: self.requires_review(),
+            findings: self.findings.iter().map(Finding::info).collect(),
+        }
     }
 
     /// Warning-severity findings, as envelope warnings.
@@ -212,7 +209,7 @@ mod tests {
         );
         assert_eq!(report.findings[1].claim_indexes, vec![2]);
         assert!(report.requires_review());
-        let json = report.to_json();
+        let json = serde_json::to_value(report.info()).unwrap();
         assert_eq!(json["evidence_basis"], "remember_source_revision");
         assert_eq!(json["source_capture"], "inline");
         assert!(json["findings"][0].get("claim_indexes").is_none());

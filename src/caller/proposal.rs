@@ -27,40 +27,8 @@ pub const MAX_QUOTES_PER_CLAIM: usize = 4;
 /// Bytes of one evidence quote.
 pub const MAX_QUOTE_BYTES: usize = 16 * 1024;
 
-/// The six claim types a compiler may propose. They match the protocol's claim types.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ClaimType {
-    Fact,
-    Decision,
-    Constraint,
-    Preference,
-    Procedure,
-    Observation,
-}
-
-impl ClaimType {
-    pub const ALL: [ClaimType; 6] = [
-        ClaimType::Fact,
-        ClaimType::Decision,
-        ClaimType::Constraint,
-        ClaimType::Preference,
-        ClaimType::Procedure,
-        ClaimType::Observation,
-    ];
-
-    /// The wire spelling, for example `observation`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ClaimType::Fact => "fact",
-            ClaimType::Decision => "decision",
-            ClaimType::Constraint => "constraint",
-            ClaimType::Preference => "preference",
-            ClaimType::Procedure => "procedure",
-            ClaimType::Observation => "observation",
-        }
-    }
-}
+/// The six claim types a compiler may propose: the protocol's claim types.
+pub use crate::protocol::claim::ClaimType;
 
 /// A compiler's whole answer. Unknown fields anywhere are rejected.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -90,7 +58,7 @@ impl Proposal {
 /// The JSON Schema handed to the compiler as its output schema. It is strict in the sense
 /// structured-output APIs require: every property required, no additional properties.
 pub fn proposal_schema() -> Value {
-    let types: Vec<&str> = ClaimType::ALL.iter().map(|t| t.as_str()).collect();
+    let types = ClaimType::NAMES;
     json!({
         "type": "object",
         "additionalProperties": false,

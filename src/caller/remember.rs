@@ -15,14 +15,17 @@
 use std::io::Read;
 use std::path::Path;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value};
 
 use super::CallerError;
 use super::compiler::{Compiler, CompilerReport, MAX_COMPILE_SOURCE_BYTES};
 use super::findings::{QualityReport, assess};
 use super::proposal::{PlanClaims, PlannedClaim, REMEMBER_SCHEMA_VERSION};
+use crate::protocol::artifact::{ArtifactContent, ArtifactPutInput};
+use crate::protocol::claim::{ClaimAssertInput, EvidenceLocator};
 use crate::protocol::limits::{MAX_ARTIFACT_BYTES, MAX_KIND_BYTES, MAX_TITLE_BYTES};
-use crate::protocol::{Operation, Warning};
+use crate::protocol::local::{PlannedClaimInfo, QuotedSpan, RememberPlanInfo, RememberResult};
+use crate::protocol::{Input, Operation, Warning};
 
 /// The artifact kind when `--kind` is not given.
 pub const DEFAULT_KIND: &str = "memory_note";
@@ -139,12 +142,19 @@ pub struct RememberOptions {
     pub idempotency_key: Option<String>,
 }
 
-/// One protocol mutation to submit, in order.
+/// One protocol mutation to submit, in order: its typed input and the idempotency key
+/// derived from the exact source.
 #[derive(Clone, Debug, PartialEq)]
-pub struct PlannedMutation {
-    pub op: Operation,
+pub struct Planned<I> {
     pub idempotency_key: String,
-    pub input: Value,
+    pub input: I,
+}
+
+impl<I: Input> Planned<I> {
+    /// The operation this mutation is.
+    pub fn op(&self) -> Operation {
+        I::OP
+    }
 }
 
 /// A complete remember plan.
@@ -286,32 +296,33 @@ pub fn actor_from_env() -> Result<String, CallerError> {
 
 impl RememberPlan {
     /// The `result` of a preview (nothing written).
-    pub fn preview_result(&self) -> Value {
-        json!({
-            "applied": false,
-            "input_digest": self.input_digest,
-            "compiler": self.compiler.to_json(),
-            "plan": {
-                "title": self.title,
-                "kind": self.kind,
-                "media_type": MEDIA_TYPE,
-                "size_bytes": self.source.text.len(),
-                "claims": self.claims.accepted.iter().map(claim_json).collect::<Vec<_>>(),
-                "quality": self.quality.to_json(),
+    pub fn preview_result(&self) -> RememberResult {
+        RememberResult {
+            applied: false,
+            input_digest: self.input_digest.clone(),
+            compiler: self.compiler.info(),
+            plan: RememberPlanInfo {
+                title: self.title.clone(),
+                kind: self.kind.clone(),
+                media_type: MEDIA_TYPE.into(),
+                size_bytes: self.source.text.len(),
+                claims: self.claims.accepted.iter().map(claim_info).collect(),
+                quality: self.quality.info(),
             },
-        })
+            artifact: None,
+            stored_claims: Vec::new(),
+        }
     }
 
     /// The `result` after `--apply`: the preview plus the artifact and the stored claims
     /// (mutation results as the daemon returned them; `stored_claims` omitted when empty).
-    pub fn applied_result(&self, artifact: Value, stored_claims: Vec<Value>) -> Value {
-        let mut result = self.preview_result();
-        result["applied"] = json!(true);
-        result["artifact"] = artifact;
-        if !stored_claims.is_empty() {
-            result["stored_claims"] = json!(stored_claims);
+    pub fn applied_result(&self, artifact: Value, stored_claims: Vec<Value>) -> RememberResult {
+        RememberResult {
+            applied: true,
+            artifact: Some(artifact),
+            stored_claims,
+            ..self.preview_result()
         }
-        result
     }
 
     /// Warning findings, to copy into the envelope `warnings`.
@@ -320,33 +331,34 @@ impl RememberPlan {
     }
 
     /// The `artifact.put` that stores the exact note.
-    pub fn artifact_put(&self, actor: &str) -> PlannedMutation {
-        let mut provenance = json!({
-            "source": self.source.label,
-            "input_digest": self.input_digest,
-            "remember_schema_version": REMEMBER_SCHEMA_VERSION,
-            "compiler": self.compiler.mode,
-        });
+    pub fn artifact_put(&self, actor: &str) -> Planned<ArtifactPutInput> {
+        let mut provenance = Map::new();
+        provenance.insert("source".to_owned(), Value::from(self.source.label.as_str()));
+        provenance.insert("input_digest".to_owned(), Value::from(self.input_digest.as_str()));
+        provenance.insert(
+            "remember_schema_version".to_owned(),
+            Value::from(REMEMBER_SCHEMA_VERSION),
+        );
+        provenance.insert("compiler".to_owned(), Value::from(self.compiler.mode));
         if let Some(model) = self.compiler.model {
-            provenance["model"] = json!(model);
+            provenance.insert("model".to_owned(), Value::from(model));
         }
-        PlannedMutation {
-            op: Operation::ArtifactPut,
+        Planned {
             idempotency_key: derived_key(&format!("{}\0artifact", self.logical_key)),
-            input: json!({
-                "kind": self.kind,
-                "title": self.title,
-                "media_type": MEDIA_TYPE,
-                "content": { "type": "text", "data": self.source.text },
-                "provenance": provenance,
-                "actor": actor,
-            }),
+            input: ArtifactPutInput {
+                kind: self.kind.clone(),
+                title: self.title.clone(),
+                media_type: MEDIA_TYPE.to_owned(),
+                content: ArtifactContent::Text(self.source.text.clone()),
+                provenance,
+                actor: Some(actor.to_owned()),
+            },
         }
     }
 
     /// One `claim.assert` per accepted claim, citing the stored revision with exact spans.
     /// Confidence and validity are deliberately unset.
-    pub fn claim_asserts(&self, artifact_id: &str, revision_id: &str, actor: &str) -> Vec<PlannedMutation> {
+    pub fn claim_asserts(&self, artifact_id: &str, revision_id: &str, actor: &str) -> Vec<Planned<ClaimAssertInput>> {
         let mut seen_spans: Vec<String> = Vec::new();
         self.claims
             .accepted
@@ -361,27 +373,27 @@ impl RememberPlan {
                 } else {
                     format!("#{}", repeat + 1)
                 };
-                let evidence: Vec<Value> = claim
+                let evidence = claim
                     .evidence
                     .iter()
-                    .map(|span| {
-                        json!({
-                            "artifact_id": artifact_id,
-                            "revision_id": revision_id,
-                            "start_byte": span.start,
-                            "end_byte": span.end,
-                        })
+                    .map(|span| EvidenceLocator {
+                        artifact_id: artifact_id.into(),
+                        revision_id: revision_id.into(),
+                        start_byte: Some(span.start as u64),
+                        end_byte: Some(span.end as u64),
                     })
                     .collect();
-                PlannedMutation {
-                    op: Operation::ClaimAssert,
+                Planned {
                     idempotency_key: derived_key(&format!("{}\0claim-spans:{spans}{suffix}", self.logical_key)),
-                    input: json!({
-                        "claim_type": claim.claim_type.as_str(),
-                        "statement": claim.statement,
-                        "evidence": evidence,
-                        "actor": actor,
-                    }),
+                    input: ClaimAssertInput {
+                        claim_type: claim.claim_type,
+                        statement: claim.statement.clone(),
+                        confidence: None,
+                        evidence,
+                        valid_from: None,
+                        valid_until: None,
+                        actor: Some(actor.to_owned()),
+                    },
                 }
             })
             .collect()
@@ -401,16 +413,20 @@ fn derived_key(material: &str) -> String {
     format!("remember_{}", blake3::hash(material.as_bytes()).to_hex())
 }
 
-fn claim_json(claim: &PlannedClaim) -> Value {
-    json!({
-        "claim_type": claim.claim_type.as_str(),
-        "statement": claim.statement,
-        "evidence": claim.evidence.iter().map(|span| json!({
-            "evidence_quote": span.quote,
-            "start_byte": span.start,
-            "end_byte": span.end,
-        })).collect::<Vec<_>>(),
-    })
+fn claim_info(claim: &PlannedClaim) -> PlannedClaimInfo {
+    PlannedClaimInfo {
+        claim_type: claim.claim_type,
+        statement: claim.statement.clone(),
+        evidence: claim
+            .evidence
+            .iter()
+            .map(|span| QuotedSpan {
+                evidence_quote: span.quote.clone(),
+                start_byte: span.start,
+                end_byte: span.end,
+            })
+            .collect(),
+    }
 }
 
 #[cfg(test)]

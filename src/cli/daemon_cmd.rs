@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
-use super::{GlobalArgs, cli_failure, exit, output};
+use super::error::{CliError, CliResult};
+use super::{GlobalArgs, exit, output};
 use crate::client::autostart::Launcher;
 use crate::client::control;
 use crate::client::socket::SocketClient;
@@ -29,7 +30,8 @@ pub enum DaemonCommand {
 pub(crate) fn run(global: &GlobalArgs, command: DaemonCommand) -> ExitCode {
     let (response, code) = match execute(global, command) {
         Ok(outcome) => outcome,
-        Err(response) => {
+        Err(failure) => {
+            let response = failure.into_response();
             let code = exit::for_response(&response);
             (response, code)
         }
@@ -38,13 +40,12 @@ pub(crate) fn run(global: &GlobalArgs, command: DaemonCommand) -> ExitCode {
     code
 }
 
-fn execute(global: &GlobalArgs, command: DaemonCommand) -> Result<(Response, ExitCode), Response> {
-    let failure = |code, message: String| cli_failure(code, format!("configuration error: {message}"));
+fn execute(global: &GlobalArgs, command: DaemonCommand) -> CliResult<(Response, ExitCode)> {
     let explicit = match &global.endpoint {
-        Some(text) => Some(Endpoint::parse(text).map_err(|e| failure(e.code(), e.to_string()))?),
+        Some(text) => Some(Endpoint::parse(text).map_err(|e| CliError::Config(e.to_string()))?),
         None => None,
     };
-    let paths = || Paths::from_env().map_err(|e| failure(e.code(), e.to_string()));
+    let paths = || Paths::from_env().map_err(|e| CliError::Config(e.to_string()));
     let response = match command {
         DaemonCommand::Status => {
             let endpoint = match explicit {
@@ -65,7 +66,7 @@ fn execute(global: &GlobalArgs, command: DaemonCommand) -> Result<(Response, Exi
         DaemonCommand::Restart => {
             let paths = paths()?;
             let endpoint = explicit.unwrap_or_else(|| paths.default_endpoint());
-            let launcher = Launcher::for_paths(&paths).map_err(|e| e.to_response(crate::protocol::CLI_REQUEST_ID))?;
+            let launcher = Launcher::for_paths(&paths)?;
             control::restart(&paths, &endpoint, &launcher)
         }
     };

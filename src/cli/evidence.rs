@@ -49,8 +49,8 @@ pub fn parse_locator(input: &str) -> Result<EvidenceLocator, EvidenceSyntaxError
         }
     };
     Ok(EvidenceLocator {
-        artifact_id: artifact_id.to_owned(),
-        revision_id: revision_id.to_owned(),
+        artifact_id: artifact_id.into(),
+        revision_id: revision_id.into(),
         start_byte,
         end_byte,
     })

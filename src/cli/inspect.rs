@@ -9,13 +9,12 @@ use std::process::{Command, ExitCode, Stdio};
 use std::sync::Arc;
 
 use clap::Args;
-use serde_json::json;
 
-use super::{GlobalArgs, cli_failure, exit, output, transport};
-use crate::ambient;
+use super::error::{CliError, CliResult};
+use super::{GlobalArgs, exit, output, transport};
 use crate::inspect::{self, Memory, Ready};
-use crate::paths::Paths;
-use crate::protocol::{CLI_REQUEST_ID, ErrorBody, ErrorCode, Response};
+use crate::protocol::local::InspectStarted;
+use crate::protocol::{CLI_REQUEST_ID, Operation, Response};
 
 /// Serve a local, read-only web view of memory on loopback.
 #[derive(Debug, Args)]
@@ -33,32 +32,32 @@ pub struct InspectArgs {
 pub(crate) fn run(args: &InspectArgs, global: &GlobalArgs) -> ExitCode {
     match start(args, global) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(response) => {
+        Err(failure) => {
+            let response = failure.into_response();
             output::emit(&response, global.pretty);
             exit::for_response(&response)
         }
     }
 }
 
-fn failure(error: ErrorBody) -> Response {
-    Response::failure(CLI_REQUEST_ID, error)
-}
-
-fn start(args: &InspectArgs, global: &GlobalArgs) -> Result<(), Response> {
-    let addr = inspect::parse_listen(&args.listen).map_err(|e| failure(e.to_error_body()))?;
+fn start(args: &InspectArgs, global: &GlobalArgs) -> CliResult<()> {
+    let addr = inspect::parse_listen(&args.listen)?;
     let memory = connect(global)?;
     // Reaching the daemon now starts it when needed and reports a dead one before the URL.
-    memory.doctor().map_err(failure)?;
+    memory
+        .doctor()
+        .map_err(|error| CliError::Envelope(Box::new(Response::failure(CLI_REQUEST_ID, error))))?;
     let context = memory.context().clone();
     let mut opened = None;
     let pretty = global.pretty;
     let served = inspect::serve(addr, memory, |ready| {
-        let result = json!({
-            "url": ready.url,
-            "listen": ready.addr.to_string(),
-            "pid": std::process::id(),
-            "context": context,
-        });
+        let result = InspectStarted {
+            url: ready.url.clone(),
+            listen: ready.addr.to_string(),
+            pid: std::process::id(),
+            context: context.clone(),
+        };
+        let result = serde_json::to_value(result).unwrap_or_default();
         output::emit(&Response::success(CLI_REQUEST_ID, result), pretty);
         announce(ready);
         if args.open {
@@ -69,28 +68,15 @@ fn start(args: &InspectArgs, global: &GlobalArgs) -> Result<(), Response> {
     served.map_err(|error| {
         // The start envelope is already out; the failure goes to stderr and the exit status.
         tracing::error!(%error, "the inspector stopped");
-        cli_failure(ErrorCode::InternalError, error.to_string())
+        CliError::from(error).into()
     })
 }
 
 /// The daemon transport and the ambient context, as every command resolves them.
-fn connect(global: &GlobalArgs) -> Result<Memory, Response> {
-    let transport = transport::select(global).map_err(|e| e.to_response(CLI_REQUEST_ID))?;
-    let paths = Paths::from_env().map_err(|e| cli_failure(e.code(), e.to_string()))?;
-    let cwd = std::env::current_dir().map_err(|e| {
-        cli_failure(
-            ErrorCode::InternalError,
-            format!("I/O error: cannot read the working directory: {e}"),
-        )
-    })?;
-    let env = |name: &str| std::env::var_os(name);
-    let resolution =
-        ambient::resolve(None, &env, &cwd, &paths.config_file).map_err(|e| cli_failure(e.code(), e.to_string()))?;
-    let Some(context) = resolution.context else {
-        let error = crate::service::error_body(&crate::service::ServiceError::NoAmbientContext("inspect"));
-        return Err(failure(error));
-    };
-    Ok(Memory::new(Arc::from(transport), context, resolution.source))
+fn connect(global: &GlobalArgs) -> CliResult<Memory> {
+    let transport = transport::select(global)?;
+    let (context, source) = transport::resolve(Operation::Search)?;
+    Ok(Memory::new(Arc::from(transport), context, source))
 }
 
 /// Tells a person where to look; stdout already holds the envelope.

@@ -2,13 +2,15 @@
 //! prints exactly one envelope. Usage errors print clap's text on stderr with exit 2 and
 //! leave stdout empty; `session exec` is the one command that prints nothing itself.
 //!
-//! One file per command family lives in `cmd/`; `request.rs` builds and sends the
-//! requests of the human wrappers; `evidence.rs` parses `--evidence` locators.
+//! One file per command family lives in `cmd/`; `request.rs` builds and sends the typed
+//! requests of the human wrappers; `evidence.rs` parses `--evidence` locators; `error.rs`
+//! is the one place a failure becomes an envelope.
 
 mod call;
 mod cmd;
 mod daemon_cmd;
 mod demo;
+pub mod error;
 pub mod evidence;
 pub mod exit;
 mod inspect;
@@ -22,7 +24,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::protocol::{CLI_REQUEST_ID, ErrorBody, ErrorCode, Response};
+use self::error::CliResult;
+use crate::protocol::Response;
 
 /// Memoree: durable, cited, scoped memory for AI agents.
 #[derive(Debug, Parser)]
@@ -109,9 +112,41 @@ impl From<Response> for Outcome {
     }
 }
 
+impl From<CliResult<Response>> for Outcome {
+    /// A failure becomes its envelope here, once.
+    fn from(result: CliResult<Response>) -> Outcome {
+        Outcome::from(result.unwrap_or_else(|failure| failure.into_response()))
+    }
+}
+
+/// `memoree serve` as autostart launches it (`serve` first), parsed without building every
+/// other command's flags: a daemon then never runs, and never keeps resident, the argument
+/// code of the rest of the CLI. Anything else (help, a usage error) goes to the full parser.
+#[derive(Debug, Parser)]
+#[command(name = "memoree")]
+struct ServeOnly {
+    #[command(flatten)]
+    global: GlobalArgs,
+    #[command(subcommand)]
+    command: ServeCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum ServeCommand {
+    Serve(serve::ServeArgs),
+}
+
 /// Parses the process arguments and runs the command.
 pub fn main() -> ExitCode {
     init_logging();
+    if std::env::args_os().nth(1).is_some_and(|arg| arg == "serve")
+        && let Ok(ServeOnly {
+            global,
+            command: ServeCommand::Serve(args),
+        }) = ServeOnly::try_parse()
+    {
+        return serve::run(&args, global.pretty);
+    }
     match Cli::try_parse() {
         Ok(cli) => run(cli),
         Err(error) => {
@@ -185,11 +220,6 @@ fn init_logging() {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .try_init();
-}
-
-/// A CLI-side failure before any request existed.
-pub(crate) fn cli_failure(code: ErrorCode, message: impl Into<String>) -> Response {
-    Response::failure(CLI_REQUEST_ID, ErrorBody::new(code, message))
 }
 
 #[cfg(test)]

@@ -8,10 +8,10 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::{cli_failure, exit, output};
+use super::error::{CliError, CliResult};
+use super::{exit, output};
 use crate::daemon::{self, DaemonConfig};
 use crate::paths::{Endpoint, Paths};
-use crate::protocol::{CLI_REQUEST_ID, Response};
 
 /// Flags of `memoree serve`.
 #[derive(Debug, Clone, Args)]
@@ -30,27 +30,28 @@ pub struct ServeArgs {
 pub(crate) fn run(args: &ServeArgs, pretty: bool) -> ExitCode {
     match serve(args) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(response) => {
+        Err(failure) => {
+            let response = failure.into_response();
             output::emit(&response, pretty);
             exit::for_response(&response)
         }
     }
 }
 
-fn serve(args: &ServeArgs) -> Result<(), Response> {
+fn serve(args: &ServeArgs) -> CliResult<()> {
     let config = config(args)?;
     daemon::run(config).map_err(|error| {
         tracing::error!(%error, "the daemon stopped");
-        Response::failure(CLI_REQUEST_ID, error.to_error_body())
-    })
+        CliError::from(error)
+    })?;
+    Ok(())
 }
 
-fn config(args: &ServeArgs) -> Result<DaemonConfig, Response> {
-    let config_error = |code, message: String| cli_failure(code, format!("configuration error: {message}"));
-    let resolve = || Paths::from_env().map_err(|e| config_error(e.code(), e.to_string()));
+fn config(args: &ServeArgs) -> Result<DaemonConfig, CliError> {
+    let resolve = || Paths::from_env().map_err(|e| CliError::Config(e.to_string()));
     let mut config = match &args.listen {
         Some(text) => {
-            let endpoint = Endpoint::parse(text).map_err(|e| config_error(e.code(), e.to_string()))?;
+            let endpoint = Endpoint::parse(text).map_err(|e| CliError::Config(e.to_string()))?;
             let data_dir = match &args.data_dir {
                 Some(dir) => dir.clone(),
                 None => resolve()?.data_dir,

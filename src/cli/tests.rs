@@ -4,7 +4,7 @@ use clap::{CommandFactory, Parser};
 use serde_json::{Value, json};
 
 use super::*;
-use crate::protocol::{Operation, schema};
+use crate::protocol::schema;
 
 fn walk<'a>(command: &'a clap::Command, path: String, out: &mut Vec<(String, &'a clap::Command)>) {
     for sub in command.get_subcommands() {
@@ -283,7 +283,9 @@ fn every_wrapper_builds_a_request_its_schemas_accept() {
     ];
     for args in cases {
         let mut request = built_request(args);
-        let op = Operation::from_wire_name(request["op"].as_str().unwrap()).unwrap();
+        let op = serde_json::from_value::<crate::protocol::Request>(request.clone())
+            .unwrap()
+            .op;
         assert_eq!(request["idempotency_key"].is_string(), op.is_mutating(), "{args:?}");
         request["context"] = json!({"workspace_id": "w", "project_id": "p"});
         if let Err(violation) = schema::validate_request(&request) {

@@ -3,18 +3,27 @@
 //! An explicit endpoint (`--endpoint` / `MEMOREE_ENDPOINT`) is used as is, never
 //! autostarted. Otherwise the default private Unix endpoint is used, and its daemon is
 //! started on demand unless `--no-autostart` / `MEMOREE_NO_AUTOSTART=true`.
+//!
+//! The context rule is the same for a typed request ([`attach_context`]) and a raw
+//! document from `memoree call` ([`attach_context_to_document`]): a request that carries a
+//! context is marked `explicit` unless it names its source; one that needs a context and
+//! carries none gets the resolved ambient context; anything else is left alone.
 
 use std::ffi::OsString;
 
+use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use super::GlobalArgs;
+use super::error::CliError;
 use crate::ambient;
-use crate::client::autostart::Autostart;
-use crate::client::socket::SocketClient;
+use crate::client::autostart::{Autostart, Launcher};
+use crate::client::socket::{ClientTimeouts, SocketClient};
 use crate::client::{ClientError, Transport};
 use crate::paths::{Endpoint, Paths};
-use crate::protocol::{ErrorBody, ErrorCode, Operation, Response};
+use crate::protocol::{AmbientContext, ContextSource, Operation, Request};
+use crate::service::ServiceError;
 
 fn env_lookup(name: &str) -> Option<OsString> {
     std::env::var_os(name)
@@ -22,58 +31,94 @@ fn env_lookup(name: &str) -> Option<OsString> {
 
 /// The transport for this invocation.
 pub(crate) fn select(global: &GlobalArgs) -> Result<Box<dyn Transport>, ClientError> {
+    select_with(global, ClientTimeouts::default())
+}
+
+/// [`select`] with other client timeouts (operations whose work grows with the store).
+pub(crate) fn select_with(global: &GlobalArgs, timeouts: ClientTimeouts) -> Result<Box<dyn Transport>, ClientError> {
     if let Some(text) = &global.endpoint {
         let endpoint = Endpoint::parse(text).map_err(|e| ClientError::Config(e.to_string()))?;
-        return Ok(Box::new(SocketClient::new(endpoint)));
+        return Ok(Box::new(SocketClient::new(endpoint).with_timeouts(timeouts)));
     }
     let paths = Paths::from_env().map_err(|e| ClientError::Config(e.to_string()))?;
     if global.no_autostart {
-        return Ok(Box::new(SocketClient::new(paths.default_endpoint())));
+        return Ok(Box::new(
+            SocketClient::new(paths.default_endpoint()).with_timeouts(timeouts),
+        ));
     }
-    Ok(Box::new(Autostart::for_paths(&paths)?))
+    let launcher = Launcher::for_paths(&paths)?;
+    let client = SocketClient::new(launcher.endpoint.clone()).with_timeouts(timeouts);
+    Ok(Box::new(Autostart::new(client, launcher)))
 }
 
-/// Attaches the resolved ambient context to a request whose operation needs one and that
-/// carries none; marks an explicit context as such. Failures are envelopes for the
-/// request's own `request_id`.
-pub(crate) fn attach_context(request: &mut Value, request_id: &str) -> Result<(), Response> {
-    let Some(op) = request
-        .get("op")
-        .and_then(Value::as_str)
-        .and_then(Operation::from_wire_name)
-    else {
+/// The ambient context resolved on this machine for an operation that needs one.
+pub(crate) fn resolve(op: Operation) -> Result<(AmbientContext, ContextSource), CliError> {
+    let paths = Paths::from_env()?;
+    let cwd = std::env::current_dir().map_err(|e| CliError::io("cannot read the working directory", e))?;
+    let resolution = ambient::resolve(None, &env_lookup, &cwd, &paths.config_file)?;
+    match resolution.context {
+        Some(context) => Ok((context, resolution.source)),
+        None => Err(ServiceError::NoAmbientContext(op.wire_name()).into()),
+    }
+}
+
+/// Attaches the resolved ambient context to a typed request whose operation needs one and
+/// that carries none; marks an explicit context as such.
+pub(crate) fn attach_context<I>(request: &mut Request<I>) -> Result<(), CliError> {
+    if request.context.is_some() {
+        if request.context_source.is_none() {
+            request.context_source = ContextSource::Explicit;
+        }
+    } else if request.op.needs_context() {
+        let (context, source) = resolve(request.op)?;
+        request.context = Some(context);
+        request.context_source = source;
+    }
+    Ok(())
+}
+
+/// What [`attach_context_to_document`] reads of a raw request; everything else is
+/// passed through untouched, and a field of the wrong type is left for the service to
+/// report.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Envelope {
+    op: Option<Value>,
+    context: Option<IgnoredAny>,
+    context_source: Option<Value>,
+}
+
+/// [`attach_context`] for a raw request document (`memoree call`). A document that is not
+/// an object, or whose operation is unknown, is sent as it is.
+pub(crate) fn attach_context_to_document(document: &mut Value) -> Result<(), CliError> {
+    let Ok(envelope) = Envelope::deserialize(&*document) else {
         return Ok(());
     };
-    let Some(object) = request.as_object_mut() else {
+    let Some(op) = envelope.op.as_ref().and_then(Value::as_str).and_then(Operation::parse) else {
         return Ok(());
     };
-    let has_context = object.get("context").is_some_and(|c| !c.is_null());
-    if has_context {
-        let source_missing = object.get("context_source").is_none_or(|s| s.is_null() || s == "none");
+    let Some(object) = document.as_object_mut() else {
+        return Ok(());
+    };
+    if envelope.context.is_some() {
+        let source_missing = envelope
+            .context_source
+            .as_ref()
+            .is_none_or(|source| source.is_null() || source == ContextSource::None.as_str());
         if source_missing {
-            object.insert("context_source".to_owned(), Value::from("explicit"));
+            object.insert(
+                "context_source".to_owned(),
+                Value::from(ContextSource::Explicit.as_str()),
+            );
         }
         return Ok(());
     }
     if !op.needs_context() {
         return Ok(());
     }
-    let failure = |code: ErrorCode, message: String| Response::failure(request_id, ErrorBody::new(code, message));
-    let paths = Paths::from_env().map_err(|e| failure(e.code(), e.to_string()))?;
-    let cwd = std::env::current_dir().map_err(|e| {
-        failure(
-            ErrorCode::InternalError,
-            format!("I/O error: cannot read the working directory: {e}"),
-        )
-    })?;
-    let resolution =
-        ambient::resolve(None, &env_lookup, &cwd, &paths.config_file).map_err(|e| failure(e.code(), e.to_string()))?;
-    let Some(context) = resolution.context else {
-        let error = crate::service::error_body(&crate::service::ServiceError::NoAmbientContext(op.wire_name()));
-        return Err(Response::failure(request_id, error));
-    };
-    let context = serde_json::to_value(&context).unwrap_or(Value::Null);
+    let (context, source) = resolve(op)?;
+    let context = serde_json::to_value(&context).map_err(|e| CliError::Internal(e.to_string()))?;
     object.insert("context".to_owned(), context);
-    object.insert("context_source".to_owned(), Value::from(resolution.source.as_str()));
+    object.insert("context_source".to_owned(), Value::from(source.as_str()));
     Ok(())
 }

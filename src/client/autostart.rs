@@ -6,20 +6,17 @@
 //! client-side transport failure (nothing answered, or the answer was unusable) triggers a
 //! start; an error envelope from a daemon is an answer.
 //!
-//! The daemon is the current executable run as `serve --listen <endpoint> --data-dir
-//! <dir>` in a new session (`setsid`, so it outlives the terminal), with its working
-//! directory in the data dir, stdin from `/dev/null`, and stdout and stderr appended to
-//! `<data>/memoreed.log` (0600). If two clients race to start it, the data-dir lock lets
+//! The daemon is the current executable run as
+//! `serve --listen <endpoint> --data-dir <dir>` in a new session (`setsid`, so it outlives
+//! the terminal), with its working directory in the data dir, stdin from `/dev/null`, and
+//! stdout and stderr appended to `<data>/memoreed.log` (0600). If two clients race to start it, the data-dir lock lets
 //! exactly one daemon run and the other exits; both clients then reach the survivor.
 
 use std::ffi::OsString;
 use std::io;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
-
-use serde_json::Value;
 
 use super::socket::SocketClient;
 use super::{ClientError, Transport};
@@ -80,16 +77,7 @@ impl Launcher {
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
-        // SAFETY: the closure runs in the child between fork and exec and only calls
-        // `setsid`, which is async-signal-safe, and reads errno.
-        unsafe {
-            command.pre_exec(|| {
-                if libc::setsid() < 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        crate::sys::spawn_in_new_session(&mut command);
         // The child is not waited for: it is meant to outlive this process.
         let child = command.spawn()?;
         tracing::info!(pid = child.id(), endpoint = %self.endpoint, "started the memoree daemon");
@@ -131,15 +119,24 @@ impl Autostart {
     pub fn client(&self) -> &SocketClient {
         &self.client
     }
+
+    /// Reuses one connection across exchanges (see [`SocketClient::keep_alive`]), for a
+    /// long-running caller; a daemon that went away is started again on the next exchange.
+    pub fn keep_alive(self) -> Autostart {
+        Autostart {
+            client: self.client.keep_alive(),
+            launcher: self.launcher,
+        }
+    }
 }
 
 impl Transport for Autostart {
-    fn exchange(&self, request: &Value) -> Result<Response, ClientError> {
-        match self.client.exchange_json(request) {
+    fn exchange_raw(&self, body: &[u8]) -> Result<Response, ClientError> {
+        match self.client.exchange_raw(body) {
             Err(ClientError::Transport(reason)) => {
                 tracing::info!(%reason, "no daemon answered; starting one");
                 self.launcher.spawn()?;
-                retry(|| self.client.exchange_json(request))
+                retry(|| self.client.exchange_raw(body))
             }
             answered => answered,
         }

@@ -15,13 +15,18 @@
 use std::path::Path;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use rustix::io::Errno;
+use rustix::process::{Pid, Signal};
+use serde_json::Value;
 
 use super::ClientError;
 use super::autostart::Launcher;
 use super::socket::{PeerCredentials, SocketClient};
+use crate::net;
 use crate::paths::{Endpoint, Paths};
-use crate::protocol::{ErrorBody, ErrorCode, Response};
+use crate::protocol::admin::DoctorInput;
+use crate::protocol::local::{DaemonStopResult, DaemonStopped};
+use crate::protocol::{ErrorBody, ErrorCode, Request, RequestId, Response};
 
 /// Polls while waiting for a daemon to stop or start: 100 × 50 ms.
 const POLLS: u32 = 100;
@@ -54,16 +59,11 @@ impl Probe {
     }
 }
 
-/// A fresh `req_<ULID>` request id.
-pub fn new_request_id() -> String {
-    crate::store::new_id("req")
-}
-
 /// Sends `doctor` on one connection and records who answered it.
-pub fn probe(client: &SocketClient, request_id: &str) -> Result<Probe, ClientError> {
-    let request = json!({"v": 1, "request_id": request_id, "op": "doctor", "input": {}});
+pub fn probe(client: &SocketClient, request_id: &RequestId) -> Result<Probe, ClientError> {
+    let request = Request::new(request_id.clone(), DoctorInput {});
     let mut session = client.session();
-    let response = session.exchange_json(&request)?;
+    let response = session.send(&request)?;
     let peer = session.peer_credentials()?;
     Ok(Probe { response, peer })
 }
@@ -71,7 +71,7 @@ pub fn probe(client: &SocketClient, request_id: &str) -> Result<Probe, ClientErr
 /// `daemon status`: the doctor envelope when something answers, otherwise a success
 /// envelope `{endpoint, running: false, status: "stopped"}`. Never starts a daemon.
 pub fn status(client: &SocketClient) -> StatusReport {
-    let request_id = new_request_id();
+    let request_id = RequestId::generate();
     match probe(client, &request_id) {
         Ok(probe) => StatusReport {
             response: probe.response,
@@ -79,33 +79,44 @@ pub fn status(client: &SocketClient) -> StatusReport {
         },
         Err(error) => {
             tracing::debug!(%error, "the daemon did not answer the status probe");
-            let result = json!({"endpoint": client.endpoint().to_string(), "running": false, "status": "stopped"});
+            let result = DaemonStopped {
+                endpoint: client.endpoint().to_string(),
+                running: false,
+                status: "stopped".into(),
+            };
             StatusReport {
-                response: Response::success(request_id, result),
+                response: success(request_id, &result),
                 running: false,
             }
         }
     }
 }
 
+fn success(request_id: RequestId, result: &impl serde::Serialize) -> Response {
+    match serde_json::to_value(result) {
+        Ok(result) => Response::success(request_id, result),
+        Err(e) => Response::failure(request_id, ErrorBody::prefixed(ErrorCode::InternalError, e)),
+    }
+}
+
 /// `daemon stop` on the default endpoint of `paths`.
 pub fn stop(paths: &Paths, endpoint: &Endpoint) -> Response {
-    let request_id = new_request_id();
+    let request_id = RequestId::generate();
     if let Err(error) = require_default(paths, endpoint, "stop") {
         return Response::failure(request_id, error);
     }
     let client = SocketClient::new(endpoint.clone());
     match stop_daemon(&client, &request_id) {
-        Ok(stopped_pid) => Response::success(
-            request_id,
-            json!({
-                "already_stopped": stopped_pid.is_none(),
-                "endpoint": endpoint.to_string(),
-                "running": false,
-                "status": "stopped",
-                "stopped_pid": stopped_pid,
-            }),
-        ),
+        Ok(stopped_pid) => {
+            let result = DaemonStopResult {
+                already_stopped: stopped_pid.is_none(),
+                endpoint: endpoint.to_string(),
+                running: false,
+                status: "stopped".into(),
+                stopped_pid,
+            };
+            success(request_id, &result)
+        }
         Err(error) => Response::failure(request_id, error),
     }
 }
@@ -113,7 +124,7 @@ pub fn stop(paths: &Paths, endpoint: &Endpoint) -> Response {
 /// `daemon restart` on the default endpoint of `paths`: stop, start with `launcher`, and
 /// return the new daemon's doctor envelope.
 pub fn restart(paths: &Paths, endpoint: &Endpoint, launcher: &Launcher) -> Response {
-    let request_id = new_request_id();
+    let request_id = RequestId::generate();
     if let Err(error) = require_default(paths, endpoint, "restart") {
         return Response::failure(request_id, error);
     }
@@ -122,7 +133,7 @@ pub fn restart(paths: &Paths, endpoint: &Endpoint, launcher: &Launcher) -> Respo
         return Response::failure(request_id, error);
     }
     if let Err(error) = launcher.spawn() {
-        return error.to_response(&request_id);
+        return Response::failure(request_id, ErrorBody::new(error.code(), error.to_string()));
     }
     for _ in 0..POLLS {
         std::thread::sleep(POLL_DELAY);
@@ -143,18 +154,18 @@ fn require_default(paths: &Paths, endpoint: &Endpoint, verb: &str) -> Result<(),
     if *endpoint == default {
         return Ok(());
     }
-    Err(ErrorBody::new(
+    Err(ErrorBody::prefixed(
         ErrorCode::InvalidRequest,
-        format!("invalid request: daemon {verb} manages only the default endpoint {default}, not {endpoint}"),
+        format_args!("daemon {verb} manages only the default endpoint {default}, not {endpoint}"),
     ))
 }
 
 fn transport(message: String) -> ErrorBody {
-    ErrorBody::new(ErrorCode::TransportError, format!("transport error: {message}"))
+    ErrorBody::prefixed(ErrorCode::TransportError, message)
 }
 
 /// Stops the daemon answering on `client`'s endpoint. `Ok(None)` when nothing answered.
-fn stop_daemon(client: &SocketClient, request_id: &str) -> Result<Option<u32>, ErrorBody> {
+fn stop_daemon(client: &SocketClient, request_id: &RequestId) -> Result<Option<u32>, ErrorBody> {
     let first = match probe(client, request_id) {
         Ok(probe) => probe,
         Err(_) => return Ok(None),
@@ -191,8 +202,7 @@ fn owned_pid(probe: &Probe) -> Result<u32, ErrorBody> {
     let peer = probe
         .peer
         .ok_or_else(|| unsafe_pid("the endpoint is not a Unix socket".to_owned()))?;
-    // SAFETY: `geteuid` has no preconditions.
-    let me = unsafe { libc::geteuid() };
+    let me = net::effective_uid();
     if peer.uid != me {
         return Err(unsafe_pid(format!(
             "the socket's peer runs as uid {}, not as this user ({me})",
@@ -209,27 +219,35 @@ fn owned_pid(probe: &Probe) -> Result<u32, ErrorBody> {
     Ok(pid)
 }
 
+/// The pid as a process id (never 0, never a process group: `owned_pid` checked it is a
+/// positive `pid_t` above 1).
+fn process(pid: u32) -> Option<Pid> {
+    i32::try_from(pid).ok().and_then(Pid::from_raw)
+}
+
 fn signal_terminate(pid: u32) -> Result<(), ErrorBody> {
-    // SAFETY: `kill` has no memory-safety preconditions; `pid` was checked to be a positive
-    // pid_t above 1, so this never targets a process group.
-    let rc = unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
-    if rc != 0 {
-        let error = std::io::Error::last_os_error();
-        if error.raw_os_error() != Some(libc::ESRCH) {
-            return Err(transport(format!("cannot signal daemon process {pid}: {error}")));
-        }
+    let Some(process) = process(pid) else {
+        return Err(transport(format!(
+            "refusing to signal the daemon: unsafe process id ({pid})"
+        )));
+    };
+    match rustix::process::kill_process(process, Signal::TERM) {
+        Ok(()) | Err(Errno::SRCH) => Ok(()),
+        Err(error) => Err(transport(format!(
+            "cannot signal daemon process {pid}: {}",
+            std::io::Error::from(error)
+        ))),
     }
-    Ok(())
 }
 
 /// Whether `pid` no longer runs: it does not exist, or it is a zombie waiting to be reaped.
 fn process_gone(pid: u32) -> bool {
-    // SAFETY: signal 0 only checks for existence.
-    let rc = unsafe { libc::kill(pid as libc::pid_t, 0) };
-    if rc != 0 {
-        return std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    let Some(process) = process(pid) else { return true };
+    match rustix::process::test_kill_process(process) {
+        Err(Errno::SRCH) => true,
+        Err(_) => false,
+        Ok(()) => is_zombie(pid),
     }
-    is_zombie(pid)
 }
 
 fn is_zombie(pid: u32) -> bool {
@@ -245,6 +263,8 @@ fn is_zombie(pid: u32) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn probe_with(result: Value, peer: Option<PeerCredentials>) -> Probe {
@@ -255,8 +275,7 @@ mod tests {
     }
 
     fn me() -> u32 {
-        // SAFETY: no preconditions.
-        unsafe { libc::geteuid() }
+        net::effective_uid()
     }
 
     #[test]

@@ -1,74 +1,29 @@
-//! How a caller reaches a service: one request document in, one response envelope out.
+//! How a caller reaches a daemon: the framed socket client, autostart of the default
+//! daemon, and daemon control.
 //!
-//! [`Transport`] is the seam between the CLI (or the conformance runner) and a service:
-//! [`InProcess`] calls [`Service::handle_value`] directly; [`socket::SocketClient`] speaks
-//! framed JSON to a daemon, and [`autostart::Autostart`] starts the default daemon when it
-//! is not running; [`control`] implements `daemon status|stop|restart`. Both yield identical envelopes for identical requests.
+//! [`socket::SocketClient`] speaks framed JSON to a daemon over a Unix socket or loopback
+//! TCP (one connection per exchange, or one kept alive); [`autostart::Autostart`] starts the
+//! default daemon when it is not running; [`control`] implements `daemon
+//! status|stop|restart`. Both transports implement [`Transport`] (the seam shared with
+//! `service::InProcess`), so every caller gets typed exchanges through [`Exchange`]:
+//!
+//! ```no_run
+//! use memoree::client::{Exchange, autostart::Autostart};
+//! use memoree::paths::Paths;
+//! use memoree::protocol::meta::CapabilitiesInput;
+//! use memoree::protocol::{Request, RequestId};
+//!
+//! let client = Autostart::for_paths(&Paths::from_env()?)?.keep_alive();
+//! let response = client.exchange(&Request::new(RequestId::generate(), CapabilitiesInput {}))?;
+//! println!("{}", response.result.unwrap().max_frame_bytes);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! **Layering:** nothing here reaches into the service or the store; the daemon does not
+//! depend on this module either (both share `protocol`, `frame`, `net` and `transport`).
 
 pub mod autostart;
 pub mod control;
 pub mod socket;
 
-use serde_json::Value;
-
-use crate::protocol::{CLI_REQUEST_ID, ErrorBody, ErrorCode, Response};
-use crate::service::Service;
-
-/// A client-side failure to obtain a response envelope at all.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ClientError {
-    /// Connecting, sending or receiving failed; retryable.
-    #[error("transport error: {0}")]
-    Transport(String),
-    /// The request or the response exceeds the frame limit.
-    #[error("content exceeds the configured size limit: {0}")]
-    TooLarge(String),
-    /// The endpoint or local configuration is unusable.
-    #[error("configuration error: {0}")]
-    Config(String),
-}
-
-impl ClientError {
-    /// The wire error body describing this failure.
-    pub fn to_error_body(&self) -> ErrorBody {
-        let code = match self {
-            ClientError::Transport(_) => ErrorCode::TransportError,
-            ClientError::TooLarge(_) => ErrorCode::ContentTooLarge,
-            ClientError::Config(_) => ErrorCode::ConfigError,
-        };
-        ErrorBody::new(code, self.to_string())
-    }
-
-    /// A failure envelope for `request_id` describing this failure.
-    pub fn to_response(&self, request_id: &str) -> Response {
-        Response::failure(request_id, self.to_error_body())
-    }
-}
-
-/// Sends one request document and returns its response envelope.
-pub trait Transport: Send + Sync {
-    fn exchange(&self, request: &Value) -> Result<Response, ClientError>;
-}
-
-/// Serves requests by calling a [`Service`] in this process.
-#[derive(Debug, Clone)]
-pub struct InProcess {
-    service: Service,
-}
-
-impl InProcess {
-    pub fn new(service: Service) -> InProcess {
-        InProcess { service }
-    }
-
-    pub fn service(&self) -> &Service {
-        &self.service
-    }
-}
-
-impl Transport for InProcess {
-    fn exchange(&self, request: &Value) -> Result<Response, ClientError> {
-        Ok(self.service.handle_value(request.clone(), CLI_REQUEST_ID))
-    }
-}
+pub use crate::transport::{ClientError, Exchange, Transport, encode};

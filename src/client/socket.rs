@@ -3,9 +3,10 @@
 //!
 //! [`SocketClient`] opens one connection per exchange (exactly what a reference-style client
 //! does) and half-closes its side after sending, so the daemon sees a clean end of stream
-//! once it has replied. [`SocketSession`] keeps one connection for several requests in
-//! sequence (the daemon allows that; see `spec/v1/DIVERGENCES.md`). Both retry the daemon's
-//! connection-limit envelope with a capped exponential backoff.
+//! once it has replied; [`SocketClient::keep_alive`] reuses one connection instead.
+//! [`SocketSession`] keeps one connection for several requests in sequence (the daemon
+//! allows that; see `spec/v1/DIVERGENCES.md`). All retry the daemon's connection-limit
+//! envelope with a capped exponential backoff.
 //!
 //! Every failure to obtain a response envelope is a [`ClientError::Transport`]
 //! (`TRANSPORT_ERROR`, retryable) — including the daemon closing or resetting the
@@ -16,20 +17,21 @@
 
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
-use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use serde::Serialize;
 use serde_json::Value;
 
-use super::{ClientError, Transport};
 use crate::frame::{self, FrameError, MAX_FRAME_BYTES};
+use crate::net::{self, describe};
 use crate::paths::Endpoint;
-use crate::protocol::{ErrorCode, Response, TRANSPORT_REQUEST_ID};
+use crate::protocol::{Input, Request, Response, TRANSPORT_REQUEST_ID};
+use crate::transport::{self, ClientError, Transport};
 
-/// `error.details.reason` of the envelope a daemon sends when its connection limit is reached.
-pub const CONNECTION_LIMIT_REASON: &str = "connection_limit";
+pub use crate::net::PeerCredentials;
 
 /// Client-side time limits. The defaults are the protocol's: connect 5 s, frame write and
 /// frame read 30 s each, 60 s for a whole request/response exchange.
@@ -57,18 +59,22 @@ impl Default for ClientTimeouts {
 
 /// Whether `response` is a daemon's retryable "connection limit reached" envelope.
 pub fn is_busy(response: &Response) -> bool {
-    response.error.as_ref().is_some_and(|error| {
-        error.code == ErrorCode::TransportError
-            && error.retryable
-            && error.details.get("reason").and_then(Value::as_str) == Some(CONNECTION_LIMIT_REASON)
-    })
+    response.error.as_ref().is_some_and(|error| error.is_connection_limit())
 }
 
 /// A client for one daemon endpoint; cheap to clone, safe to share between threads.
+///
+/// By default every exchange uses a fresh connection and half-closes it after sending, as a
+/// reference client does (the CLI sends one request per process). [`SocketClient::keep_alive`]
+/// makes exchanges reuse one idle connection instead, for long-running callers: a request
+/// that finds its connection closed by the daemon's idle timeout is sent again, once, on a
+/// new one (the daemon never read it), and concurrent exchanges each use their own.
 #[derive(Clone, Debug)]
 pub struct SocketClient {
     endpoint: Endpoint,
     timeouts: ClientTimeouts,
+    /// The idle connection kept between exchanges, in keep-alive mode.
+    idle: Option<Arc<Mutex<Option<SocketSession>>>>,
 }
 
 impl SocketClient {
@@ -76,11 +82,18 @@ impl SocketClient {
         SocketClient {
             endpoint,
             timeouts: ClientTimeouts::default(),
+            idle: None,
         }
     }
 
     pub fn with_timeouts(mut self, timeouts: ClientTimeouts) -> SocketClient {
         self.timeouts = timeouts;
+        self
+    }
+
+    /// Reuses one connection across exchanges instead of one connection per exchange.
+    pub fn keep_alive(mut self) -> SocketClient {
+        self.idle = Some(Arc::new(Mutex::new(None)));
         self
     }
 
@@ -92,25 +105,19 @@ impl SocketClient {
         &self.timeouts
     }
 
-    /// Sends one request document on a fresh connection and returns the response envelope.
+    /// Sends one request document and returns the response envelope.
     pub fn exchange_json(&self, request: &Value) -> Result<Response, ClientError> {
-        let body = encode_request(request)?;
-        self.exchange_raw(&body)
-    }
-
-    /// Sends `body` verbatim as one frame (it need not be valid JSON) on a fresh connection
-    /// and returns the response envelope.
-    pub fn exchange_raw(&self, body: &[u8]) -> Result<Response, ClientError> {
-        let mut session = self.session();
-        session.one_shot = true;
-        session.exchange_raw(body)
+        transport::Exchange::send_value(self, request)
     }
 
     /// A session that keeps its connection open between exchanges. Nothing is connected
     /// until the first exchange.
     pub fn session(&self) -> SocketSession {
         SocketSession {
-            client: self.clone(),
+            client: SocketClient {
+                idle: None,
+                ..self.clone()
+            },
             stream: None,
             used: false,
             one_shot: false,
@@ -127,7 +134,7 @@ impl SocketClient {
     fn open(&self) -> Result<Stream, ClientError> {
         let limit = self.timeouts.connect;
         let stream = match &self.endpoint {
-            Endpoint::Unix(path) => connect_unix(path, limit).map(Stream::Unix),
+            Endpoint::Unix(path) => net::connect_unix(path, limit).map(Stream::Unix),
             Endpoint::Tcp(addr) => TcpStream::connect_timeout(addr, limit).and_then(|stream| {
                 stream.set_nodelay(true)?;
                 Ok(Stream::Tcp(stream))
@@ -151,8 +158,22 @@ impl SocketClient {
 }
 
 impl Transport for SocketClient {
-    fn exchange(&self, request: &Value) -> Result<Response, ClientError> {
-        self.exchange_json(request)
+    /// Sends `body` verbatim as one frame (it need not be valid JSON) and returns the
+    /// response envelope.
+    fn exchange_raw(&self, body: &[u8]) -> Result<Response, ClientError> {
+        let Some(idle) = &self.idle else {
+            let mut session = self.session();
+            session.one_shot = true;
+            return session.exchange_raw(body);
+        };
+        let pooled = idle.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let mut session = pooled.unwrap_or_else(|| self.session());
+        let response = session.exchange_raw(body)?;
+        let mut slot = idle.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            *slot = Some(session);
+        }
+        Ok(response)
     }
 }
 
@@ -169,17 +190,23 @@ pub struct SocketSession {
     one_shot: bool,
 }
 
-/// The identity of the process on the other end of a Unix socket, as the kernel reports it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PeerCredentials {
-    pub uid: u32,
-    /// Known on Linux; `None` where the platform does not report it.
-    pub pid: Option<u32>,
-}
-
 impl SocketSession {
+    /// Sends a typed request and decodes its result (see [`transport::Exchange::exchange`]).
+    pub fn exchange<I: Input>(&mut self, request: &Request<I>) -> Result<Response<I::Output>, ClientError> {
+        self.send(request)?
+            .decode()
+            .map_err(|source| ClientError::UnexpectedResult { op: I::OP, source })
+    }
+
+    /// Sends a typed request and returns the envelope as received.
+    pub fn send<I: Serialize>(&mut self, request: &Request<I>) -> Result<Response, ClientError> {
+        self.exchange_raw(&transport::encode(request)?)
+    }
+
+    /// Sends one raw request document.
     pub fn exchange_json(&mut self, request: &Value) -> Result<Response, ClientError> {
-        let body = encode_request(request)?;
+        let body = serde_json::to_vec(request)
+            .map_err(|e| ClientError::Config(format!("the request cannot be encoded as JSON: {e}")))?;
         self.exchange_raw(&body)
     }
 
@@ -225,21 +252,12 @@ impl SocketSession {
             self.stream = Some(self.client.open()?);
         }
         match &self.stream {
-            Some(Stream::Unix(stream)) => peer_credentials(stream)
+            Some(Stream::Unix(stream)) => net::peer_credentials(stream)
                 .map(Some)
                 .map_err(|e| ClientError::Transport(format!("cannot read the peer credentials: {e}"))),
             _ => Ok(None),
         }
     }
-}
-
-fn encode_request(request: &Value) -> Result<Vec<u8>, ClientError> {
-    let body = serde_json::to_vec(request)
-        .map_err(|e| ClientError::Config(format!("the request cannot be encoded as JSON: {e}")))?;
-    if body.len() > MAX_FRAME_BYTES {
-        return Err(too_large("request", body.len() as u64));
-    }
-    Ok(body)
 }
 
 fn too_large(what: &str, len: u64) -> ClientError {
@@ -254,7 +272,7 @@ fn readdress(mut response: Response, body: &[u8]) -> Response {
         && let Ok(request) = serde_json::from_slice::<Value>(body)
         && let Some(id) = request.get("request_id").and_then(Value::as_str)
     {
-        response.request_id = id.to_owned();
+        response.request_id = id.into();
     }
     response
 }
@@ -346,16 +364,9 @@ const REPLY_SPIN: Duration = Duration::from_micros(150);
 /// Polls (without sleeping) until the stream has something to read, the peer hung up, or
 /// `limit` passed.
 fn spin_until_readable(stream: &Stream, limit: Duration) {
-    let mut fds = libc::pollfd {
-        fd: stream.raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
     let start = Instant::now();
     while start.elapsed() < limit {
-        // SAFETY: `fds` is one valid pollfd for an open descriptor; a zero timeout never blocks.
-        let ready = unsafe { libc::poll(&mut fds, 1, 0) };
-        if ready != 0 {
+        if net::readable_now(stream.as_fd()) {
             return;
         }
         std::hint::spin_loop();
@@ -475,30 +486,22 @@ fn is_timeout(error: &io::Error) -> bool {
     matches!(error.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock)
 }
 
-/// `30 seconds`, `1 second`, or `250 ms` for a limit that is not a whole number of seconds.
-pub(crate) fn describe(limit: Duration) -> String {
-    match (limit.as_secs(), limit.subsec_nanos()) {
-        (1, 0) => "1 second".to_owned(),
-        (secs, 0) => format!("{secs} seconds"),
-        _ => format!("{} ms", limit.as_millis()),
-    }
-}
-
 #[derive(Debug)]
 enum Stream {
     Unix(UnixStream),
     Tcp(TcpStream),
 }
 
-impl Stream {
-    fn raw_fd(&self) -> std::os::fd::RawFd {
-        use std::os::fd::AsRawFd;
+impl AsFd for Stream {
+    fn as_fd(&self) -> BorrowedFd<'_> {
         match self {
-            Stream::Unix(s) => s.as_raw_fd(),
-            Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Unix(s) => s.as_fd(),
+            Stream::Tcp(s) => s.as_fd(),
         }
     }
+}
 
+impl Stream {
     fn set_read_timeout(&self, limit: Duration) -> io::Result<()> {
         match self {
             Stream::Unix(s) => s.set_read_timeout(Some(limit)),
@@ -541,118 +544,6 @@ impl Write for Stream {
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
-}
-
-/// Connects to a Unix socket, giving up after `limit`.
-///
-/// A local connect completes at once unless the listener's backlog is full (a stopped or
-/// wedged daemon); the send timeout set before `connect` bounds that wait on Linux.
-pub(crate) fn connect_unix(path: &Path, limit: Duration) -> io::Result<UnixStream> {
-    let (addr, len) = unix_addr(path)?;
-    let stream = UnixStream::from(unix_socket()?);
-    stream.set_write_timeout(Some(limit))?;
-    loop {
-        // SAFETY: `addr` is an initialised `sockaddr_un` and `len` does not exceed its size.
-        let rc = unsafe { libc::connect(stream.as_raw_fd(), (&raw const addr).cast::<libc::sockaddr>(), len) };
-        if rc == 0 {
-            return Ok(stream);
-        }
-        let error = io::Error::last_os_error();
-        match error.raw_os_error() {
-            Some(libc::EINTR) => continue,
-            Some(libc::EAGAIN | libc::EINPROGRESS) => {
-                return Err(io::Error::new(ErrorKind::TimedOut, "connect timed out"));
-            }
-            _ => return Err(error),
-        }
-    }
-}
-
-/// The socket address of a Unix socket path, and its length.
-pub(crate) fn unix_addr(path: &Path) -> io::Result<(libc::sockaddr_un, libc::socklen_t)> {
-    use std::os::unix::ffi::OsStrExt;
-
-    let bytes = path.as_os_str().as_bytes();
-    // SAFETY: `sockaddr_un` is plain old data; all-zero is a valid value.
-    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-    if bytes.is_empty() || bytes.contains(&0) || bytes.len() >= addr.sun_path.len() {
-        return Err(io::Error::new(
-            ErrorKind::InvalidInput,
-            format!(
-                "{} is not a usable Unix socket path (at most {} bytes)",
-                path.display(),
-                addr.sun_path.len() - 1
-            ),
-        ));
-    }
-    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-    for (slot, byte) in addr.sun_path.iter_mut().zip(bytes) {
-        *slot = *byte as libc::c_char;
-    }
-    let len = std::mem::offset_of!(libc::sockaddr_un, sun_path) + bytes.len() + 1;
-    #[cfg(any(target_os = "macos", target_os = "ios", target_os = "freebsd", target_os = "openbsd"))]
-    {
-        addr.sun_len = len as u8;
-    }
-    Ok((addr, len as libc::socklen_t))
-}
-
-/// A new close-on-exec `AF_UNIX` stream socket.
-pub(crate) fn unix_socket() -> io::Result<OwnedFd> {
-    #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
-    let kind = libc::SOCK_STREAM | libc::SOCK_CLOEXEC;
-    #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
-    let kind = libc::SOCK_STREAM;
-    // SAFETY: plain system call with constant arguments.
-    let fd = unsafe { libc::socket(libc::AF_UNIX, kind, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` is a fresh descriptor that nothing else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
-    {
-        // SAFETY: `fd` is a valid open descriptor.
-        if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(fd)
-}
-
-#[cfg(any(target_os = "linux", target_os = "android"))]
-fn peer_credentials(stream: &UnixStream) -> io::Result<PeerCredentials> {
-    // SAFETY: `ucred` is plain old data; all-zero is a valid value.
-    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: `cred` and `len` are writable and `len` holds the size of `cred`.
-    let rc = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&raw mut cred).cast::<libc::c_void>(),
-            &mut len,
-        )
-    };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(PeerCredentials {
-        uid: cred.uid,
-        pid: u32::try_from(cred.pid).ok().filter(|pid| *pid > 0),
-    })
-}
-
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-fn peer_credentials(stream: &UnixStream) -> io::Result<PeerCredentials> {
-    let mut uid: libc::uid_t = 0;
-    let mut gid: libc::gid_t = 0;
-    // SAFETY: `uid` and `gid` are writable locals.
-    if unsafe { libc::getpeereid(stream.as_raw_fd(), &mut uid, &mut gid) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(PeerCredentials { uid, pid: None })
 }
 
 #[cfg(test)]

@@ -12,20 +12,24 @@
 //! drained for a short while, so the reply is not destroyed by a reset while the peer is
 //! still writing. A truncated frame or a broken stream just closes the connection.
 
+use std::os::fd::AsFd;
+
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 use tokio::time::timeout;
 
 use super::listener::Conn;
 use super::{ServerTimeouts, memory};
-use crate::client::socket::describe as seconds;
 use crate::frame::{self, FrameError};
+use crate::net::describe as seconds;
 use crate::protocol::{ErrorBody, ErrorCode, Response, TRANSPORT_REQUEST_ID};
 use crate::service::{Service, ServiceError, error_body};
 
 /// What every connection task shares.
 pub(super) struct Ctx {
     pub service: Service,
+    /// The encoded busy envelope a connection over the limit receives.
+    pub busy_frame: Vec<u8>,
     pub timeouts: ServerTimeouts,
     pub max_frame_bytes: usize,
     pub max_connections: usize,
@@ -41,10 +45,29 @@ pub(super) async fn serve(conn: Conn, ctx: &Ctx, stop: watch::Receiver<bool>) {
 
 /// Answers a connection over the limit with the busy envelope and closes it.
 pub(super) async fn refuse_busy(conn: Conn, ctx: &Ctx) {
-    let response = Response::failure(TRANSPORT_REQUEST_ID, super::busy_error_body(ctx.max_connections));
     match conn {
-        Conn::Unix(mut stream) => reply_and_close(&mut stream, &response, ctx).await,
-        Conn::Tcp(mut stream) => reply_and_close(&mut stream, &response, ctx).await,
+        Conn::Unix(mut stream) => reply_and_close(&mut stream, &ctx.busy_frame, ctx).await,
+        Conn::Tcp(mut stream) => reply_and_close(&mut stream, &ctx.busy_frame, ctx).await,
+    }
+}
+
+/// Answers a connection over the limit without waiting for anything: one non-blocking
+/// write of the busy frame (a few hundred bytes, which an accepted socket's empty send
+/// buffer always takes), a half-close, and the connection is closed. Used when even the
+/// lingering refusals are at their bound; a peer still writing its request over TCP may see
+/// a reset after the reply instead of a clean close.
+pub(super) fn refuse_busy_now(conn: Conn, busy_frame: &[u8]) {
+    let fd = match &conn {
+        Conn::Unix(stream) => stream.as_fd(),
+        Conn::Tcp(stream) => stream.as_fd(),
+    };
+    let flags = rustix::net::SendFlags::DONTWAIT | rustix::net::SendFlags::NOSIGNAL;
+    match rustix::net::send(fd, busy_frame, flags) {
+        Ok(sent) if sent == busy_frame.len() => {
+            let _ = rustix::net::shutdown(fd, rustix::net::Shutdown::Write);
+        }
+        Ok(sent) => tracing::debug!(sent, "a refused connection took only part of the busy frame"),
+        Err(error) => tracing::debug!(%error, "could not answer a refused connection"),
     }
 }
 
@@ -70,7 +93,7 @@ where
             Ok(Err(FrameError::TooLarge { len, max })) => {
                 tracing::warn!(len, max, "refusing an oversized request frame");
                 let response = Response::failure(TRANSPORT_REQUEST_ID, oversized(len, max));
-                reply_and_close(&mut stream, &response, ctx).await;
+                reply_and_close(&mut stream, &encode_response(&response, ctx.max_frame_bytes), ctx).await;
                 return;
             }
             Ok(Err(error)) => {
@@ -89,13 +112,14 @@ where
                 return;
             }
             Err(_) => {
-                let message = format!(
-                    "transport error: frame read timed out after {}",
-                    seconds(ctx.timeouts.read)
+                let response = Response::failure(
+                    TRANSPORT_REQUEST_ID,
+                    ErrorBody::prefixed(
+                        ErrorCode::TransportError,
+                        format_args!("frame read timed out after {}", seconds(ctx.timeouts.read)),
+                    ),
                 );
-                let response =
-                    Response::failure(TRANSPORT_REQUEST_ID, ErrorBody::new(ErrorCode::TransportError, message));
-                reply_and_close(&mut stream, &response, ctx).await;
+                reply_and_close(&mut stream, &encode_response(&response, ctx.max_frame_bytes), ctx).await;
                 return;
             }
         };
@@ -125,8 +149,7 @@ where
 async fn respond(service: &Service, body: Vec<u8>, max_frame_bytes: usize) -> Vec<u8> {
     let service = service.clone();
     let served = tokio::task::spawn_blocking(move || {
-        let response = service.handle_json(&body, TRANSPORT_REQUEST_ID);
-        drop(body);
+        let response = service.handle_body(body, TRANSPORT_REQUEST_ID);
         encode_response(&response, max_frame_bytes)
     })
     .await;
@@ -165,14 +188,14 @@ fn oversized(len: u64, max: usize) -> ErrorBody {
     error_body(&error).with_details(serde_json::json!({"frame_bytes": len, "max_frame_bytes": max}))
 }
 
-/// Writes a final reply, half-closes, and drains what the peer still sends for a while.
-async fn reply_and_close<S>(stream: &mut S, response: &Response, ctx: &Ctx)
+/// Writes a final encoded reply, half-closes, and drains what the peer still sends for a
+/// while.
+async fn reply_and_close<S>(stream: &mut S, reply: &[u8], ctx: &Ctx)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let reply = encode_response(response, ctx.max_frame_bytes);
     let written = timeout(ctx.timeouts.write, async {
-        frame::write_encoded(stream, &reply).await?;
+        frame::write_encoded(stream, reply).await?;
         stream.shutdown().await.map_err(FrameError::Io)
     })
     .await;

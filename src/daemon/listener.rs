@@ -14,7 +14,6 @@
 use std::fs::{File, OpenOptions, Permissions};
 use std::io;
 use std::net::TcpListener as StdTcpListener;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::UnixListener as StdUnixListener;
 use std::path::{Path, PathBuf};
@@ -23,14 +22,14 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 
 use super::DaemonError;
-use crate::client::socket::{connect_unix, unix_addr, unix_socket};
 use crate::fsutil::PRIVATE_FILE_MODE;
+use crate::net::{self, connect_unix};
 use crate::paths::{DAEMON_LOCK, Endpoint, socket_lock_path};
 
 /// How long an existing socket may take to accept or refuse a probe connection.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// The listen backlog.
-const BACKLOG: libc::c_int = 128;
+const BACKLOG: i32 = 128;
 
 /// The exclusive lock on a data directory, held while the value lives.
 #[derive(Debug)]
@@ -233,21 +232,5 @@ fn clear_stale_socket(path: &Path) -> Result<(), DaemonError> {
 
 /// Creates, binds and listens on a Unix socket whose file is owner-only from the start.
 fn listen_unix(path: &Path) -> io::Result<StdUnixListener> {
-    let (addr, len) = unix_addr(path)?;
-    let fd = unix_socket()?;
-    // On Linux the socket file takes its mode from the socket inode, so this closes the
-    // window between bind and chmod; elsewhere it may fail and the chmod after bind rules.
-    // SAFETY: `fd` is a valid open descriptor.
-    let _ = unsafe { libc::fchmod(fd.as_raw_fd(), PRIVATE_FILE_MODE as libc::mode_t) };
-    // SAFETY: `addr` is an initialised `sockaddr_un` and `len` does not exceed its size.
-    if unsafe { libc::bind(fd.as_raw_fd(), (&raw const addr).cast::<libc::sockaddr>(), len) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` is a bound stream socket.
-    if unsafe { libc::listen(fd.as_raw_fd(), BACKLOG) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let listener = StdUnixListener::from(fd);
-    listener.set_nonblocking(true)?;
-    Ok(listener)
+    net::listen_unix(path, PRIVATE_FILE_MODE, BACKLOG)
 }

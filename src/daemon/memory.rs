@@ -12,28 +12,12 @@
 /// A request or reply frame of at least this many bytes is followed by a trim.
 pub(super) const LARGE_FRAME_BYTES: usize = 1024 * 1024;
 
-/// Blocks of at least this size are mapped and unmapped individually.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-const MMAP_THRESHOLD: libc::c_int = 256 * 1024;
-/// At most this many malloc arenas.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-const ARENA_MAX: libc::c_int = 2;
-
 /// Applies the daemon's allocator settings. Call before the runtime starts its threads.
-pub(crate) fn tune() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes allocator parameters and is thread-safe in glibc.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
-        libc::mallopt(libc::M_ARENA_MAX, ARENA_MAX);
-    }
+pub(super) fn tune() {
+    crate::sys::tune_allocator();
 }
 
 /// Returns free heap memory to the system (after a large request).
-pub(crate) fn release() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only releases free memory; it takes the allocator's own locks.
-    unsafe {
-        libc::malloc_trim(0);
-    }
+pub(super) fn release() {
+    crate::sys::release_free_memory();
 }

@@ -20,7 +20,7 @@
 
 mod connection;
 pub mod listener;
-pub(crate) mod memory;
+mod memory;
 pub mod shutdown;
 
 use std::future::Future;
@@ -33,16 +33,16 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::sync::{Semaphore, oneshot, watch};
 
-use crate::client::socket::CONNECTION_LIMIT_REASON;
 use crate::fsutil::FsError;
 use crate::paths::{Endpoint, LAYOUT_ENTRIES};
 use crate::protocol::limits::{MAX_CONCURRENT_CONNECTIONS, MAX_FRAME_BYTES};
-use crate::protocol::{ErrorBody, ErrorCode};
+use crate::protocol::{CONNECTION_LIMIT_REASON, ErrorBody, ErrorCode, Response, TRANSPORT_REQUEST_ID};
 use crate::service::{Runtime, Service, ServiceError, error_body};
 use crate::store::Store;
 
-/// Connections refused with a busy envelope that may be in flight at once; beyond this a
-/// refused connection is closed without a reply.
+/// Refused connections that may linger at once (busy envelope written, the peer's unread
+/// request drained for `linger` so the reply survives). Beyond this a refused connection
+/// still gets the envelope, written without waiting, and is closed at once.
 const MAX_PENDING_REFUSALS: usize = 64;
 
 /// Server-side time limits.
@@ -142,34 +142,27 @@ impl DaemonError {
         }
     }
 
-    /// The wire code reported for this failure.
+    /// The wire code reported for this failure (the message gets that code's prefix).
     pub fn code(&self) -> ErrorCode {
-        self.to_error_body().code
-    }
-
-    /// The error body `memoree serve` prints for this failure.
-    pub fn to_error_body(&self) -> ErrorBody {
         match self {
-            DaemonError::Store(error) => error_body(error),
+            DaemonError::Store(error) => error_body(error).code,
             DaemonError::NonLoopback { .. } | DaemonError::NotASocket { .. } | DaemonError::Fs(_) => {
-                ErrorBody::new(ErrorCode::ConfigError, format!("configuration error: {self}"))
+                ErrorCode::ConfigError
             }
             DaemonError::DataDirLocked { .. }
             | DaemonError::EndpointLocked { .. }
             | DaemonError::AlreadyServing { .. }
             | DaemonError::ProbeTimedOut { .. }
-            | DaemonError::Io { .. } => ErrorBody::new(ErrorCode::TransportError, format!("transport error: {self}")),
+            | DaemonError::Io { .. } => ErrorCode::TransportError,
         }
     }
 }
 
 /// The error body of the envelope a connection over the limit receives.
 pub fn busy_error_body(max_connections: usize) -> ErrorBody {
-    ErrorBody::new(
+    ErrorBody::prefixed(
         ErrorCode::TransportError,
-        format!(
-            "transport error: connection limit reached: the daemon serves at most {max_connections} connections at once"
-        ),
+        format_args!("connection limit reached: the daemon serves at most {max_connections} connections at once"),
     )
     .with_retryable(true)
     .with_hint("Retry the same request shortly, with backoff.")
@@ -316,6 +309,10 @@ async fn serve(prepared: Prepared, shutdown: impl Future<Output = ()>) -> Result
     } = prepared;
     let (listener, socket_guard) = bound.into_async()?;
     let ctx = Arc::new(connection::Ctx {
+        busy_frame: connection::encode_response(
+            &Response::failure(TRANSPORT_REQUEST_ID, busy_error_body(config.max_connections)),
+            config.max_frame_bytes,
+        ),
         service: service.clone(),
         timeouts: config.timeouts,
         max_frame_bytes: config.max_frame_bytes,
@@ -377,12 +374,15 @@ fn admit(
                 max_connections = ctx.max_connections,
                 "connection limit reached; refusing a connection"
             );
-            if let Ok(permit) = Arc::clone(refusals).try_acquire_owned() {
-                let ctx = Arc::clone(ctx);
-                tokio::spawn(async move {
-                    connection::refuse_busy(conn, &ctx).await;
-                    drop(permit);
-                });
+            match Arc::clone(refusals).try_acquire_owned() {
+                Ok(permit) => {
+                    let ctx = Arc::clone(ctx);
+                    tokio::spawn(async move {
+                        connection::refuse_busy(conn, &ctx).await;
+                        drop(permit);
+                    });
+                }
+                Err(_) => connection::refuse_busy_now(conn, &ctx.busy_frame),
             }
         }
     }

@@ -10,7 +10,6 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::client::socket::{ClientTimeouts, SocketClient, is_busy};
 use crate::frame::blocking;
 use crate::protocol::Response;
 
@@ -59,12 +58,9 @@ impl Fixture {
         self.daemon.as_ref().unwrap().endpoint().clone()
     }
 
-    fn client(&self) -> SocketClient {
-        let timeouts = ClientTimeouts {
-            busy_retry: Duration::from_millis(100),
-            ..ClientTimeouts::default()
-        };
-        SocketClient::new(self.endpoint()).with_timeouts(timeouts)
+    /// One request on a fresh connection, retried briefly while the daemon says busy.
+    fn exchange(&self, request: &Value) -> Response {
+        exchange(&self.endpoint(), request)
     }
 
     fn raw(&self) -> UnixStream {
@@ -92,6 +88,36 @@ fn receive(stream: &mut UnixStream) -> Option<Response> {
         .map(|bytes| serde_json::from_slice(&bytes).unwrap())
 }
 
+fn is_busy(response: &Response) -> bool {
+    response.error.as_ref().is_some_and(ErrorBody::is_connection_limit)
+}
+
+/// One request on a fresh connection (the daemon tests speak frames directly, without the
+/// client), retried for up to a second while the daemon answers with its busy envelope.
+fn exchange(endpoint: &Endpoint, request: &Value) -> Response {
+    let body = serde_json::to_vec(request).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(1);
+    loop {
+        let response = match endpoint {
+            Endpoint::Unix(path) => {
+                let mut stream = UnixStream::connect(path).unwrap();
+                send(&mut stream, &body);
+                receive(&mut stream).unwrap()
+            }
+            Endpoint::Tcp(addr) => {
+                let mut stream = std::net::TcpStream::connect(addr).unwrap();
+                blocking::write(&mut stream, &body, usize::MAX).unwrap();
+                let bytes = blocking::read(&mut stream, MAX_FRAME_BYTES).unwrap().unwrap();
+                serde_json::from_slice(&bytes).unwrap()
+            }
+        };
+        if !is_busy(&response) || std::time::Instant::now() > deadline {
+            return response;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 fn code(response: &Response) -> ErrorCode {
     response
         .error_code()
@@ -104,7 +130,7 @@ fn the_socket_is_owner_only_and_serves_the_same_envelopes_as_the_service() {
     let meta = std::fs::symlink_metadata(fixture.socket()).unwrap();
     assert!(meta.file_type().is_socket());
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
-    let over_socket = fixture.client().exchange_json(&capabilities("req_same")).unwrap();
+    let over_socket = fixture.exchange(&capabilities("req_same"));
     let service = Service::open(&fixture.dir.path().join("other")).unwrap();
     let in_process = service.handle_value(capabilities("req_same"), "req_transport");
     assert_eq!(over_socket, in_process);
@@ -167,7 +193,7 @@ fn an_oversized_header_gets_content_too_large_and_the_daemon_keeps_serving() {
     );
     // The server half-closed after replying.
     assert!(receive(&mut stream).is_none());
-    assert!(fixture.client().exchange_json(&capabilities("req_after")).unwrap().ok);
+    assert!(fixture.exchange(&capabilities("req_after")).ok);
 }
 
 #[test]
@@ -198,13 +224,13 @@ fn a_truncated_frame_closes_only_that_connection() {
     stream.write_all(&[0, 0]).unwrap();
     stream.shutdown(std::net::Shutdown::Write).unwrap();
     assert!(receive(&mut stream).is_none());
-    assert!(fixture.client().exchange_json(&capabilities("req_after")).unwrap().ok);
+    assert!(fixture.exchange(&capabilities("req_after")).ok);
 }
 
 #[test]
 fn a_response_over_the_frame_limit_is_replaced_by_content_too_large() {
     let fixture = Fixture::start_with(|config| config.max_frame_bytes = 700);
-    let response = fixture.client().exchange_json(&capabilities("req_big")).unwrap();
+    let response = fixture.exchange(&capabilities("req_big"));
     assert_eq!(response.request_id, "req_big");
     assert_eq!(code(&response), ErrorCode::ContentTooLarge);
 }
@@ -229,8 +255,35 @@ fn the_connection_over_the_limit_gets_a_retryable_busy_envelope() {
     assert!(receive(&mut fifth).is_none());
     // A freed slot is usable again.
     drop(held.pop());
-    let response = fixture.client().exchange_json(&capabilities("req_6")).unwrap();
+    let response = fixture.exchange(&capabilities("req_6"));
     assert!(response.ok, "{response:?}");
+}
+
+#[test]
+fn connections_beyond_the_lingering_refusals_still_get_the_busy_envelope() {
+    let fixture = Fixture::start_with(|config| {
+        config.timeouts.idle = Duration::from_secs(10);
+        config.timeouts.linger = Duration::from_secs(10);
+    });
+    let mut held: Vec<UnixStream> = (0..4).map(|_| fixture.raw()).collect();
+    for (i, stream) in held.iter_mut().enumerate() {
+        send(stream, &serde_json::to_vec(&capabilities(&format!("req_{i}"))).unwrap());
+        assert!(receive(stream).unwrap().ok);
+    }
+    // Every refused connection stays open, so the first 64 refusals linger and the rest
+    // overflow the refusal backlog.
+    let mut refused = Vec::new();
+    for i in 0..MAX_PENDING_REFUSALS + 16 {
+        let mut stream = fixture.raw();
+        let response = receive(&mut stream).unwrap_or_else(|| panic!("refused connection {i} got no reply"));
+        assert!(is_busy(&response), "connection {i}: {response:?}");
+        assert_eq!(response.request_id, TRANSPORT_REQUEST_ID);
+        refused.push(stream);
+    }
+    assert!(
+        receive(refused.last_mut().unwrap()).is_none(),
+        "the overflow reply is the last frame"
+    );
 }
 
 #[test]
@@ -264,7 +317,7 @@ fn a_second_daemon_on_the_same_socket_is_refused_and_the_first_keeps_serving() {
     config.data_dir = fixture.dir.path().join("other-data");
     let error = start(config).unwrap_err();
     assert!(matches!(error, DaemonError::EndpointLocked { .. }), "{error}");
-    assert!(fixture.client().exchange_json(&capabilities("req_still")).unwrap().ok);
+    assert!(fixture.exchange(&capabilities("req_still")).ok);
 }
 
 #[test]
@@ -274,8 +327,7 @@ fn a_stale_socket_file_is_replaced() {
     drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
     assert!(path.exists());
     let daemon = start(Fixture::config(&dir)).unwrap();
-    let client = SocketClient::new(daemon.endpoint().clone());
-    assert!(client.exchange_json(&capabilities("req_x")).unwrap().ok);
+    assert!(exchange(daemon.endpoint(), &capabilities("req_x")).ok);
 }
 
 #[test]
@@ -324,8 +376,7 @@ fn loopback_tcp_serves_and_reports_the_chosen_port() {
         panic!("not tcp")
     };
     assert_ne!(addr.port(), 0);
-    let client = SocketClient::new(daemon.endpoint().clone());
-    assert!(client.exchange_json(&capabilities("req_tcp")).unwrap().ok);
+    assert!(exchange(daemon.endpoint(), &capabilities("req_tcp")).ok);
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
     stream.write_all(&(MAX_FRAME_BYTES as u32 + 1).to_be_bytes()).unwrap();
     // Keep writing while the reply is pending: the linger drain keeps it from being reset.
@@ -341,7 +392,7 @@ fn loopback_tcp_serves_and_reports_the_chosen_port() {
 fn the_doctor_probe_reports_this_process_as_the_daemon() {
     let fixture = Fixture::start();
     let doctor = json!({"request_id": "req_doc", "op": "doctor", "input": {}});
-    let response = fixture.client().exchange_json(&doctor).unwrap();
+    let response = fixture.exchange(&doctor);
     let result = response.result.unwrap();
     assert_eq!(result["running"], json!(true));
     assert_eq!(result["daemon_pid"], json!(std::process::id()));

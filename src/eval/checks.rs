@@ -10,7 +10,9 @@ use super::corpus::Case;
 use super::seed::{Seeded, exchange, owner, wire_context};
 use super::{CaseReport, EvalError};
 use crate::client::Transport;
-use crate::protocol::Horizon;
+use crate::protocol::artifact::ArtifactGetInput;
+use crate::protocol::retrieval::{ContextBuildInput, RecallInput, SearchInput};
+use crate::protocol::{ContextSource, Horizon, Input, Request};
 use crate::store::relation::pin_names_artifact;
 
 /// Failure prefixes counted in the aggregate.
@@ -42,14 +44,10 @@ fn resolve_pins(case: &Case, seeded: &Seeded) -> Case {
     resolved
 }
 
-fn read(case: &Case, op: &str, mut input: Value) -> Value {
-    input["query"] = json!(case.query);
-    input["horizon"] = json!(case.horizon);
-    if let Some(reason) = &case.reason {
-        input["reason"] = json!(reason);
-    }
-    json!({"request_id": format!("eval-{}-{op}", case.id), "op": op, "context": wire_context(&case.context),
-           "context_source": "explicit", "input": input})
+/// A read of `case`'s query in its context: `input` with the query, horizon and reason set.
+fn read<I: Input>(case: &Case, input: I) -> Request<I> {
+    Request::new(format!("eval-{}-{}", case.id, I::OP), input)
+        .with_context(wire_context(&case.context), ContextSource::Explicit)
 }
 
 fn items<'a>(value: &'a Value, field: &str) -> impl Iterator<Item = &'a Value> {
@@ -136,24 +134,31 @@ pub fn evaluate(case: &Case, seeded: &Seeded, transport: &dyn Transport) -> Resu
         failures: Vec::new(),
         violations: Vec::new(),
     };
-    let recall = exchange(
-        transport,
-        &read(
-            case,
-            "memory.recall",
-            json!({"max_claims": case.max_claims, "max_artifact_refs": case.max_artifact_refs,
-                   "max_excerpt_bytes": case.max_excerpt_bytes, "recency": {"enabled": true}}),
-        ),
-    )?;
-    let search = exchange(transport, &read(case, "search", json!({"limit": 100})))?;
-    let bundle = exchange(
-        transport,
-        &read(
-            case,
-            "context.build",
-            json!({"limit": (case.max_claims + case.max_artifact_refs).min(100), "max_bytes": case.max_context_bytes}),
-        ),
-    )?;
+    let (horizon, reason) = (horizon(case), case.reason.clone());
+    let recall = RecallInput {
+        horizon,
+        reason: reason.clone(),
+        max_claims: case.max_claims as i64,
+        max_artifact_refs: case.max_artifact_refs as i64,
+        max_excerpt_bytes: case.max_excerpt_bytes as i64,
+        ..RecallInput::new(case.query.clone())
+    };
+    let recall = exchange(transport, &read(case, recall))?;
+    let search = SearchInput {
+        horizon,
+        reason: reason.clone(),
+        limit: 100,
+        ..SearchInput::new(case.query.clone())
+    };
+    let search = exchange(transport, &read(case, search))?;
+    let bundle = ContextBuildInput {
+        horizon,
+        reason,
+        limit: (case.max_claims + case.max_artifact_refs).min(100) as i64,
+        max_bytes: case.max_context_bytes as u64,
+        ..ContextBuildInput::new(case.query.clone())
+    };
+    let bundle = exchange(transport, &read(case, bundle))?;
     let (recall, search, bundle) = match (recall, search, bundle) {
         (Ok(r), Ok(s), Ok(b)) => (r, s, b),
         (r, s, b) => {
@@ -319,9 +324,11 @@ impl Contents {
     fn get(&mut self, transport: &dyn Transport, artifact: &str, revision: &str) -> Result<Option<&[u8]>, EvalError> {
         let key = (artifact.to_owned(), revision.to_owned());
         if !self.0.contains_key(&key) {
-            let request = json!({"request_id": "eval-evidence", "op": "artifact.get",
-                                 "input": {"artifact_id": artifact, "revision_id": revision}});
-            let bytes = exchange(transport, &request)?
+            let get = ArtifactGetInput {
+                revision_id: Some(revision.into()),
+                ..ArtifactGetInput::current(artifact)
+            };
+            let bytes = exchange(transport, &Request::new("eval-evidence", get))?
                 .ok()
                 .and_then(|record| decode(&record["content"]));
             self.0.insert(key.clone(), bytes);

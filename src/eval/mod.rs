@@ -16,7 +16,8 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::client::{InProcess, Transport};
+use crate::client::Transport;
+use crate::service::InProcess;
 use crate::service::Service;
 
 pub use checks::excerpt_round_trips;

@@ -3,12 +3,15 @@
 
 use std::collections::HashMap;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value};
 
 use super::EvalError;
 use super::corpus::{Context, Corpus, SeedAction};
-use crate::client::Transport;
-use crate::protocol::ErrorBody;
+use crate::client::{Exchange, Transport};
+use crate::protocol::artifact::{ArtifactContent, ArtifactForgetInput, ArtifactPutInput, ArtifactReviseInput};
+use crate::protocol::claim::{ClaimAssertInput, ClaimRetractInput, ClaimType, EvidenceLocator};
+use crate::protocol::relation::{EntityType, RelationPutInput, RelationType};
+use crate::protocol::{AmbientContext, ContextSource, ErrorBody, Input, Request};
 use crate::store::scope::Owner;
 use crate::timefmt;
 
@@ -53,15 +56,12 @@ impl Seeded {
 }
 
 /// The wire context of a corpus context.
-pub fn wire_context(context: &Context) -> Value {
-    let mut value = json!({"workspace_id": context.workspace_id, "project_id": context.project_id});
-    if let Some(task) = &context.task_id {
-        value["task_id"] = json!(task);
+pub fn wire_context(context: &Context) -> AmbientContext {
+    AmbientContext {
+        task_id: context.task_id.clone(),
+        pins: context.pins.clone(),
+        ..AmbientContext::project(context.workspace_id.clone(), context.project_id.clone())
     }
-    if !context.pins.is_empty() {
-        value["pins"] = json!(context.pins);
-    }
-    value
 }
 
 pub fn owner(context: &Context) -> Owner {
@@ -74,15 +74,19 @@ pub fn owner(context: &Context) -> Owner {
 }
 
 /// Sends one request; `Ok(Err(_))` is a failure envelope.
-pub fn exchange(transport: &dyn Transport, request: &Value) -> Result<Result<Value, ErrorBody>, EvalError> {
-    let response = transport
-        .exchange(request)
-        .map_err(|e| EvalError::Request(e.to_string()))?;
-    match (response.ok, response.result, response.error) {
-        (true, Some(result), _) => Ok(Ok(result)),
-        (_, _, Some(error)) => Ok(Err(error)),
-        _ => Err(EvalError::Request("a response had neither result nor error".to_owned())),
-    }
+pub fn exchange<I: Input>(
+    transport: &dyn Transport,
+    request: &Request<I>,
+) -> Result<Result<Value, ErrorBody>, EvalError> {
+    let response = transport.send(request).map_err(|e| EvalError::Request(e.to_string()))?;
+    response
+        .into_result()
+        .ok_or_else(|| EvalError::Request("a response had neither result nor error".to_owned()))
+}
+
+/// The provenance every seeded artifact revision carries.
+fn provenance(label: &str) -> Map<String, Value> {
+    Map::from_iter([("eval_label".to_owned(), Value::from(label))])
 }
 
 fn days_from_now(days: i64) -> String {
@@ -95,48 +99,60 @@ pub fn apply(corpus: &Corpus, transport: &dyn Transport) -> Result<Seeded, EvalE
     for (index, record) in corpus.seed.iter().enumerate() {
         let label = record.label.as_str();
         let fail = |message: String| EvalError::Seed(format!("record {index} ({label}): {message}"));
-        let (op, input) = match &record.action {
+        let result = match &record.action {
             SeedAction::Artifact(artifact) => {
                 let content = match (artifact.full_text(), &artifact.base64) {
-                    (Some(text), None) => json!({"type": "text", "data": text}),
-                    (None, Some(data)) => json!({"type": "base64", "data": data}),
+                    (Some(text), None) => ArtifactContent::Text(text),
+                    (None, Some(data)) => ArtifactContent::Base64(data.clone()),
                     _ => return Err(fail("an artifact needs exactly one of text and base64".to_owned())),
                 };
-                (
-                    "artifact.put",
-                    json!({"kind": artifact.kind, "title": artifact.title, "media_type": artifact.media_type,
-                           "content": content, "provenance": {"eval_label": label}, "actor": ACTOR}),
-                )
+                let input = ArtifactPutInput {
+                    kind: artifact.kind.clone(),
+                    title: artifact.title.clone(),
+                    media_type: artifact.media_type.clone(),
+                    content,
+                    provenance: provenance(label),
+                    actor: Some(ACTOR.to_owned()),
+                };
+                exchange(transport, &seed_request(index, record, input))?
             }
             SeedAction::Revise(revise) => {
                 let (artifact_id, ..) = seeded
                     .artifacts
                     .get(&revise.artifact)
                     .ok_or_else(|| fail(format!("unknown artifact {}", revise.artifact)))?;
-                let revision_id = &seeded.current[artifact_id];
-                (
-                    "artifact.revise",
-                    json!({"artifact_id": artifact_id, "if_revision": revision_id,
-                           "content": {"type": "text", "data": revise.text},
-                           "provenance": {"eval_label": label}, "actor": ACTOR}),
-                )
+                let input = ArtifactReviseInput {
+                    artifact_id: artifact_id.as_str().into(),
+                    if_revision: seeded.current[artifact_id].as_str().into(),
+                    title: None,
+                    media_type: None,
+                    content: ArtifactContent::Text(revise.text.clone()),
+                    provenance: provenance(label),
+                    actor: Some(ACTOR.to_owned()),
+                };
+                exchange(transport, &seed_request(index, record, input))?
             }
             SeedAction::Forget(forget) => {
                 let (artifact_id, ..) = seeded
                     .artifacts
                     .get(&forget.target)
                     .ok_or_else(|| fail(format!("unknown artifact {}", forget.target)))?;
-                (
-                    "artifact.forget",
-                    json!({"artifact_id": artifact_id, "reason": forget.reason}),
-                )
+                let input = ArtifactForgetInput {
+                    artifact_id: artifact_id.as_str().into(),
+                    reason: forget.reason.clone(),
+                };
+                exchange(transport, &seed_request(index, record, input))?
             }
             SeedAction::Retract(retract) => {
                 let claim_id = seeded
                     .claim_ids
                     .get(&retract.target)
                     .ok_or_else(|| fail(format!("unknown claim {}", retract.target)))?;
-                ("claim.retract", json!({"claim_id": claim_id, "reason": retract.reason}))
+                let input = ClaimRetractInput {
+                    claim_id: claim_id.as_str().into(),
+                    reason: retract.reason.clone(),
+                };
+                exchange(transport, &seed_request(index, record, input))?
             }
             SeedAction::Claim(claim) => {
                 let mut evidence = Vec::new();
@@ -145,55 +161,71 @@ pub fn apply(corpus: &Corpus, transport: &dyn Transport) -> Result<Seeded, EvalE
                         .artifacts
                         .get(&locator.artifact)
                         .ok_or_else(|| fail(format!("unknown artifact {}", locator.artifact)))?;
-                    let mut item = json!({"artifact_id": artifact_id, "revision_id": revision_id});
+                    let mut item = EvidenceLocator {
+                        artifact_id: artifact_id.as_str().into(),
+                        revision_id: revision_id.as_str().into(),
+                        start_byte: None,
+                        end_byte: None,
+                    };
                     if let Some(quote) = &locator.quote {
                         let text = text.as_deref().unwrap_or_default();
                         let start = text
                             .find(quote.as_str())
                             .filter(|_| text.matches(quote.as_str()).count() == 1)
                             .ok_or_else(|| fail(format!("quote {quote:?} must occur exactly once")))?;
-                        item["start_byte"] = json!(start);
-                        item["end_byte"] = json!(start + quote.len());
+                        item.start_byte = Some(start as u64);
+                        item.end_byte = Some((start + quote.len()) as u64);
                     }
                     evidence.push(item);
                 }
-                let mut input = json!({"claim_type": claim.claim_type, "statement": claim.statement,
-                                       "evidence": evidence, "actor": ACTOR});
-                if let Some(days) = claim.valid_from_days {
-                    input["valid_from"] = json!(days_from_now(days));
-                }
-                if let Some(days) = claim.valid_until_days {
-                    input["valid_until"] = json!(days_from_now(days));
-                }
-                ("claim.assert", input)
+                let input = ClaimAssertInput {
+                    claim_type: ClaimType::parse(&claim.claim_type)
+                        .ok_or_else(|| fail(format!("unknown claim type {:?}", claim.claim_type)))?,
+                    statement: claim.statement.clone(),
+                    confidence: None,
+                    evidence,
+                    valid_from: claim.valid_from_days.map(days_from_now),
+                    valid_until: claim.valid_until_days.map(days_from_now),
+                    actor: Some(ACTOR.to_owned()),
+                };
+                exchange(transport, &seed_request(index, record, input))?
             }
             SeedAction::Relation(relation) => {
-                let endpoint = |label: &str| -> Result<(&str, String), EvalError> {
+                let endpoint = |label: &str| -> Result<(EntityType, String), EvalError> {
                     if let Some(id) = seeded.claim_ids.get(label) {
-                        return Ok(("claim", id.clone()));
+                        return Ok((EntityType::Claim, id.clone()));
                     }
                     if let Some((id, ..)) = seeded.artifacts.get(label) {
-                        return Ok(("artifact", id.clone()));
+                        return Ok((EntityType::Artifact, id.clone()));
                     }
                     Err(fail(format!("unknown endpoint {label}")))
                 };
                 let (source_type, source_id) = endpoint(&relation.source)?;
                 let (target_type, target_id) = endpoint(&relation.target)?;
-                (
-                    "relation.put",
-                    json!({"source_type": source_type, "source_id": source_id, "relation": relation.relation,
-                           "target_type": target_type, "target_id": target_id, "metadata": {"eval_label": label}}),
-                )
+                let input = RelationPutInput {
+                    source_type,
+                    source_id,
+                    relation: RelationType::parse(&relation.relation)
+                        .ok_or_else(|| fail(format!("unknown relation {:?}", relation.relation)))?,
+                    target_type,
+                    target_id,
+                    metadata: provenance(label),
+                };
+                exchange(transport, &seed_request(index, record, input))?
             }
         };
-        let request = json!({
-            "request_id": format!("eval-seed-{index}"), "op": op, "context": wire_context(&record.context),
-            "context_source": "explicit", "idempotency_key": format!("eval:{index}:{label}"), "input": input,
-        });
-        let result = exchange(transport, &request)?.map_err(|e| fail(format!("{}: {}", e.code.as_str(), e.message)))?;
+        let result = result.map_err(|e| fail(format!("{}: {}", e.code, e.message)))?;
         record_result(&mut seeded, record, &result);
     }
     Ok(seeded)
+}
+
+/// The request that applies one seed record: its own key, and the record's context sent
+/// explicitly.
+fn seed_request<I: Input>(index: usize, record: &super::corpus::SeedRecord, input: I) -> Request<I> {
+    Request::new(format!("eval-seed-{index}"), input)
+        .with_idempotency_key(format!("eval:{index}:{}", record.label))
+        .with_context(wire_context(&record.context), ContextSource::Explicit)
 }
 
 fn record_result(seeded: &mut Seeded, record: &super::corpus::SeedRecord, result: &Value) {

@@ -1,20 +1,28 @@
-//! The inspector's one door to memory: typed read calls sent to the daemon as ordinary
-//! protocol requests.
+//! The inspector's one door to memory: typed read requests sent to the daemon.
 //!
-//! Every request the inspector makes is built here (v1 envelope, fresh `req_<ULID>`, the
-//! ambient context resolved at start, sent as `explicit`), so moving to a typed client later
-//! is a change to this file alone. Results are the raw `result` objects: views read the fields
-//! they know and show the rest generically, so fields a newer daemon adds still appear.
+//! Every request the inspector makes is built here as a typed [`Request<I>`] (fresh request
+//! id, the ambient context resolved at start, sent as `explicit`). Results stay the raw
+//! `result` objects: views read the fields they know and show the rest generically, so
+//! fields a newer daemon adds still appear. Filters arrive as page query strings; an unknown
+//! spelling is refused here with the same `INVALID_REQUEST` the daemon would give.
 //!
 //! **Invariant:** only read operations leave this module; [`Memory::read`] refuses any
 //! operation that mutates or has a side effect, so the inspector can never change memory.
 
 use std::sync::Arc;
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
-use crate::client::Transport;
-use crate::protocol::{AmbientContext, ContextSource, ErrorBody, ErrorCode, Horizon, Operation, PROTOCOL_VERSION};
+use crate::client::{Exchange, Transport};
+use crate::protocol::admin::{DoctorInput, VerifyInput};
+use crate::protocol::artifact::{ArtifactGetInput, ArtifactHistoryInput};
+use crate::protocol::browse::{ArtifactListInput, ClaimListInput, EventListInput, RevisionSelection};
+use crate::protocol::claim::{ClaimGetInput, ClaimHistoryInput};
+use crate::protocol::relation::{ConflictListInput, EntityType, RelationDirection, RelationListInput};
+use crate::protocol::retrieval::{ContextBuildInput, RecallInput, SearchInput};
+use crate::protocol::{
+    AmbientContext, ContextSource, ErrorBody, ErrorCode, Horizon, Input, Operation, Request, RequestId, UnknownVariant,
+};
 
 /// The horizon a page reads at, with the reason a broader horizon needs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -24,15 +32,30 @@ pub struct Scope {
 }
 
 impl Scope {
-    /// Adds `horizon` and, for a broad horizon, `reason` to an input object.
-    fn insert_into(&self, input: &mut Map<String, Value>) {
-        input.insert("horizon".to_owned(), Value::from(self.horizon.as_str()));
-        if self.horizon.is_broad()
-            && let Some(reason) = &self.reason
-        {
-            input.insert("reason".to_owned(), Value::from(reason.as_str()));
-        }
+    /// The reason sent: only a broad horizon carries one.
+    fn reason(&self) -> Option<String> {
+        self.reason.clone().filter(|_| self.horizon.is_broad())
     }
+}
+
+/// A filter spelled in a page's query string, as its wire enum.
+fn filter<T: std::str::FromStr<Err = UnknownVariant>>(field: &str, text: Option<&str>) -> Result<Option<T>, Failure> {
+    text.map(|text| {
+        text.parse()
+            .map_err(|e: UnknownVariant| ErrorBody::prefixed(ErrorCode::InvalidRequest, format_args!("{field}: {e}")))
+    })
+    .transpose()
+}
+
+/// Refuses an operation that could change memory or the machine.
+fn read_only(op: Operation) -> Result<(), Failure> {
+    if op.is_side_effecting() {
+        return Err(ErrorBody::prefixed(
+            ErrorCode::InvalidRequest,
+            format_args!("the inspector is read-only and never sends {op}"),
+        ));
+    }
+    Ok(())
 }
 
 /// A read the daemon refused or could not answer, as its wire error.
@@ -76,12 +99,6 @@ impl std::fmt::Debug for Memory {
     }
 }
 
-fn insert_opt(input: &mut Map<String, Value>, key: &str, value: Option<impl Into<Value>>) {
-    if let Some(value) = value {
-        input.insert(key.to_owned(), value.into());
-    }
-}
-
 impl Memory {
     /// Reads through `transport` as `context` (resolved by the caller from `source`).
     pub fn new(transport: Arc<dyn Transport>, context: AmbientContext, source: ContextSource) -> Memory {
@@ -101,93 +118,88 @@ impl Memory {
     }
 
     /// Sends one read request and returns its `result`.
-    pub fn read(&self, op: Operation, input: Value) -> Result<Value, Failure> {
-        if op.is_side_effecting() {
-            return Err(ErrorBody::new(
-                ErrorCode::InvalidRequest,
-                format!("invalid request: the inspector is read-only and never sends {op}"),
-            ));
-        }
-        let request_id = format!("req_{}", ulid::Ulid::new());
-        let request = json!({
-            "v": PROTOCOL_VERSION,
-            "request_id": request_id,
-            "op": op.wire_name(),
-            "context": self.context,
-            "context_source": "explicit",
-            "input": input,
-        });
-        let response = self
-            .transport
-            .exchange(&request)
-            .map_err(|error| error.to_error_body())?;
+    pub fn read<I: Input>(&self, input: I) -> Result<Value, Failure> {
+        read_only(I::OP)?;
+        let request =
+            Request::new(RequestId::generate(), input).with_context(self.context.clone(), ContextSource::Explicit);
+        let response = self.transport.send(&request).map_err(|error| error.error_body())?;
         match (response.ok, response.result, response.error) {
             (true, Some(result), _) => Ok(result),
             (_, _, Some(error)) => Err(error),
-            _ => Err(ErrorBody::new(
+            _ => Err(ErrorBody::prefixed(
                 ErrorCode::InternalError,
-                format!("internal error: {op} returned neither a result nor an error"),
+                format_args!("{} returned neither a result nor an error", I::OP),
             )),
         }
     }
 
     pub fn doctor(&self) -> Result<Value, Failure> {
-        self.read(Operation::Doctor, json!({}))
+        self.read(DoctorInput {})
     }
 
     pub fn verify(&self) -> Result<Value, Failure> {
-        self.read(Operation::Verify, json!({}))
+        self.read(VerifyInput {})
     }
 
     pub fn artifact_get(&self, artifact_id: &str, revision_id: Option<&str>, content: bool) -> Result<Value, Failure> {
-        let mut input = Map::new();
-        input.insert("artifact_id".to_owned(), Value::from(artifact_id));
-        insert_opt(&mut input, "revision_id", revision_id);
-        input.insert("include_content".to_owned(), Value::Bool(content));
-        self.read(Operation::ArtifactGet, Value::Object(input))
+        self.read(ArtifactGetInput {
+            artifact_id: artifact_id.into(),
+            revision_id: revision_id.map(Into::into),
+            include_content: content,
+        })
     }
 
     pub fn artifact_history(&self, artifact_id: &str, limit: u32) -> Result<Value, Failure> {
-        self.read(
-            Operation::ArtifactHistory,
-            json!({"artifact_id": artifact_id, "limit": limit}),
-        )
+        self.read(ArtifactHistoryInput {
+            artifact_id: artifact_id.into(),
+            limit: limit.into(),
+            before_revision_number: None,
+        })
     }
 
     pub fn claim_get(&self, claim_id: &str, revision_id: Option<&str>) -> Result<Value, Failure> {
-        let mut input = Map::new();
-        input.insert("claim_id".to_owned(), Value::from(claim_id));
-        insert_opt(&mut input, "revision_id", revision_id);
-        self.read(Operation::ClaimGet, Value::Object(input))
+        self.read(ClaimGetInput {
+            claim_id: claim_id.into(),
+            revision_id: revision_id.map(Into::into),
+        })
     }
 
     pub fn claim_history(&self, claim_id: &str, limit: u32) -> Result<Value, Failure> {
-        self.read(Operation::ClaimHistory, json!({"claim_id": claim_id, "limit": limit}))
+        self.read(ClaimHistoryInput {
+            claim_id: claim_id.into(),
+            limit: limit.into(),
+            before_revision_number: None,
+        })
     }
 
     pub fn artifact_list(&self, scope: &Scope, query: &ArtifactQuery<'_>) -> Result<Value, Failure> {
-        let mut input = Map::new();
-        scope.insert_into(&mut input);
-        insert_opt(&mut input, "kind", query.kind);
-        insert_opt(&mut input, "status", query.status);
-        input.insert("limit".to_owned(), Value::from(query.limit));
-        insert_opt(&mut input, "before_commit_seq", query.before_commit_seq);
-        self.read(Operation::ArtifactList, Value::Object(input))
+        self.read(ArtifactListInput {
+            horizon: scope.horizon,
+            reason: scope.reason(),
+            kind: query.kind.map(str::to_owned),
+            status: filter("status", query.status)?,
+            limit: query.limit.into(),
+            before_commit_seq: query.before_commit_seq,
+        })
     }
 
     pub fn claim_list(&self, scope: &Scope, query: &ClaimQuery<'_>) -> Result<Value, Failure> {
-        let mut input = Map::new();
-        scope.insert_into(&mut input);
-        insert_opt(&mut input, "claim_type", query.claim_type);
-        insert_opt(&mut input, "status", query.status);
-        insert_opt(&mut input, "temporal_state", query.temporal_state);
-        insert_opt(&mut input, "cites_artifact_id", query.cites_artifact_id);
-        if query.all_revisions {
-            input.insert("revisions".to_owned(), Value::from("all"));
-        }
-        input.insert("limit".to_owned(), Value::from(query.limit));
-        insert_opt(&mut input, "before_commit_seq", query.before_commit_seq);
-        self.read(Operation::ClaimList, Value::Object(input))
+        self.read(ClaimListInput {
+            horizon: scope.horizon,
+            reason: scope.reason(),
+            claim_type: filter("claim_type", query.claim_type)?,
+            status: filter("status", query.status)?,
+            temporal_state: filter("temporal_state", query.temporal_state)?,
+            cites_artifact_id: query.cites_artifact_id.map(Into::into),
+            cites_revision_id: None,
+            revisions: if query.all_revisions {
+                RevisionSelection::All
+            } else {
+                RevisionSelection::Current
+            },
+            limit: query.limit.into(),
+            before_commit_seq: query.before_commit_seq,
+        })
     }
 
     /// Events about one entity (`entity` = `(type, id)`) or about everything visible.
@@ -198,61 +210,72 @@ impl Memory {
         limit: u32,
         before_commit_seq: Option<i64>,
     ) -> Result<Value, Failure> {
-        let mut input = Map::new();
-        scope.insert_into(&mut input);
-        if let Some((entity_type, entity_id)) = entity {
-            input.insert("entity_type".to_owned(), Value::from(entity_type));
-            insert_opt(&mut input, "entity_id", entity_id);
-        }
-        input.insert("limit".to_owned(), Value::from(limit));
-        insert_opt(&mut input, "before_commit_seq", before_commit_seq);
-        self.read(Operation::EventList, Value::Object(input))
+        self.read(EventListInput {
+            horizon: scope.horizon,
+            reason: scope.reason(),
+            entity_type: filter("entity_type", entity.map(|(entity_type, _)| entity_type))?,
+            entity_id: entity.and_then(|(_, id)| id).map(str::to_owned),
+            limit: limit.into(),
+            before_commit_seq,
+        })
     }
 
     pub fn conflict_list(&self, scope: &Scope, include_stale: bool, before: Option<i64>) -> Result<Value, Failure> {
-        let mut input = Map::new();
-        scope.insert_into(&mut input);
-        input.insert("include_stale".to_owned(), Value::Bool(include_stale));
-        input.insert("limit".to_owned(), Value::from(50));
-        insert_opt(&mut input, "before_case_sequence", before);
-        self.read(Operation::ConflictList, Value::Object(input))
+        self.read(ConflictListInput {
+            horizon: scope.horizon,
+            reason: scope.reason(),
+            include_stale,
+            limit: 50,
+            before_case_sequence: before,
+        })
     }
 
     pub fn relation_list(&self, scope: &Scope, entity_type: &str, entity_id: &str) -> Result<Value, Failure> {
-        let mut input = Map::new();
-        scope.insert_into(&mut input);
-        input.insert("entity_type".to_owned(), Value::from(entity_type));
-        input.insert("entity_id".to_owned(), Value::from(entity_id));
-        input.insert("limit".to_owned(), Value::from(100));
-        self.read(Operation::RelationList, Value::Object(input))
+        let entity_type: Option<EntityType> = filter("entity_type", Some(entity_type))?;
+        self.read(RelationListInput {
+            entity_type: entity_type.unwrap_or(EntityType::Artifact),
+            entity_id: entity_id.to_owned(),
+            direction: RelationDirection::default(),
+            relation: None,
+            horizon: scope.horizon,
+            reason: scope.reason(),
+            limit: 100,
+            before_commit_seq: None,
+        })
     }
 
     pub fn search(&self, scope: &Scope, query: &str) -> Result<Value, Failure> {
-        let mut input = Map::new();
-        input.insert("query".to_owned(), Value::from(query));
-        scope.insert_into(&mut input);
-        input.insert("limit".to_owned(), Value::from(10));
-        self.read(Operation::Search, Value::Object(input))
+        self.read(SearchInput {
+            horizon: scope.horizon,
+            reason: scope.reason(),
+            limit: 10,
+            ..SearchInput::new(query)
+        })
     }
 
     pub fn recall(&self, scope: &Scope, query: &str) -> Result<Value, Failure> {
-        let mut input = Map::new();
-        input.insert("query".to_owned(), Value::from(query));
-        scope.insert_into(&mut input);
-        self.read(Operation::MemoryRecall, Value::Object(input))
+        self.read(RecallInput {
+            horizon: scope.horizon,
+            reason: scope.reason(),
+            ..RecallInput::new(query)
+        })
     }
 
     pub fn context_build(&self, scope: &Scope, query: &str, max_bytes: Option<u64>) -> Result<Value, Failure> {
-        let mut input = Map::new();
-        input.insert("query".to_owned(), Value::from(query));
-        scope.insert_into(&mut input);
-        insert_opt(&mut input, "max_bytes", max_bytes);
-        self.read(Operation::ContextBuild, Value::Object(input))
+        let defaults = ContextBuildInput::new(query);
+        self.read(ContextBuildInput {
+            horizon: scope.horizon,
+            reason: scope.reason(),
+            max_bytes: max_bytes.unwrap_or(defaults.max_bytes),
+            ..defaults
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
     use crate::client::ClientError;
     use crate::protocol::Response;
@@ -263,7 +286,8 @@ mod tests {
     struct Recorder(Mutex<Vec<Value>>);
 
     impl Transport for Recorder {
-        fn exchange(&self, request: &Value) -> Result<Response, ClientError> {
+        fn exchange_raw(&self, body: &[u8]) -> Result<Response, ClientError> {
+            let request: Value = serde_json::from_slice(body).unwrap();
             self.0.lock().unwrap().push(request.clone());
             Ok(Response::success(request["request_id"].as_str().unwrap(), json!({})))
         }
@@ -286,9 +310,14 @@ mod tests {
     fn the_inspector_never_sends_a_mutation_or_a_side_effect() {
         let (recorder, memory) = memory();
         for op in Operation::ALL.into_iter().filter(|op| op.is_side_effecting()) {
-            let error = memory.read(op, json!({})).unwrap_err();
+            let error = read_only(op).unwrap_err();
             assert_eq!(error.code, ErrorCode::InvalidRequest, "{op}");
         }
+        let put = crate::protocol::artifact::ArtifactForgetInput {
+            artifact_id: "art_1".into(),
+            reason: "no".to_owned(),
+        };
+        assert_eq!(memory.read(put).unwrap_err().code, ErrorCode::InvalidRequest);
         assert!(recorder.0.lock().unwrap().is_empty());
     }
 

@@ -27,7 +27,7 @@ use tokio::sync::oneshot;
 pub use memory::Memory;
 use server::App;
 
-use crate::protocol::{ErrorBody, ErrorCode};
+use crate::protocol::ErrorCode;
 
 /// The default `--listen`: an ephemeral port on 127.0.0.1.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:0";
@@ -37,24 +37,23 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:0";
 #[non_exhaustive]
 pub enum InspectError {
     /// `--listen` is malformed or not a loopback address.
-    #[error("configuration error: {0}")]
+    #[error("{}: {}", ErrorCode::ConfigError.prefix(), .0)]
     Listen(String),
     /// Binding or serving failed.
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
     /// No randomness for the token.
-    #[error("internal error: no randomness for the access token: {0}")]
+    #[error("{}: no randomness for the access token: {}", ErrorCode::InternalError.prefix(), .0)]
     Random(getrandom::Error),
 }
 
 impl InspectError {
-    /// The wire error describing this failure.
-    pub fn to_error_body(&self) -> ErrorBody {
-        let code = match self {
+    /// The wire code of this failure.
+    pub fn code(&self) -> ErrorCode {
+        match self {
             InspectError::Listen(_) => ErrorCode::ConfigError,
             InspectError::Io(_) | InspectError::Random(_) => ErrorCode::InternalError,
-        };
-        ErrorBody::new(code, self.to_string())
+        }
     }
 }
 
@@ -215,7 +214,7 @@ mod tests {
             "localhost:x",
         ] {
             let error = parse_listen(bad).unwrap_err();
-            assert_eq!(error.to_error_body().code, ErrorCode::ConfigError, "{bad}");
+            assert_eq!(error.code(), ErrorCode::ConfigError, "{bad}");
         }
     }
 }

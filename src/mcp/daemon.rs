@@ -1,7 +1,7 @@
-//! The MCP server's one seam to the daemon: it builds v1 request envelopes and exchanges
-//! them over pooled socket sessions, starting the default daemon on demand exactly as the
-//! CLI does. Nothing else in `mcp/` touches the client API, so moving to a typed client
-//! changes only this file.
+//! The MCP server's one seam to the daemon: it exchanges typed v1 requests
+//! ([`Request<I>`], encoded by `transport::encode`) over pooled socket sessions, starting
+//! the default daemon on demand exactly as the CLI does. Nothing else in `mcp/` touches the
+//! client API.
 //!
 //! Sessions are reused while they are fresh: a session returns to the pool after each
 //! exchange and is closed once it has been idle for [`LINGER`], so a burst of tool calls
@@ -15,61 +15,18 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value};
+use serde::Serialize;
 
-use crate::client::ClientError;
 use crate::client::autostart::{Launcher, START_RETRIES, START_RETRY_DELAY};
 use crate::client::socket::{SocketClient, SocketSession};
+use crate::client::{ClientError, encode};
 use crate::paths::{Endpoint, Paths};
-use crate::protocol::{AmbientContext, ContextSource, ErrorBody, Operation, PROTOCOL_VERSION, Response};
+use crate::protocol::{ErrorBody, Request, Response};
 
 /// How long an idle session stays open for the next call.
 pub const LINGER: Duration = Duration::from_secs(1);
 /// At most this many idle sessions are kept (the daemon's default connection limit).
 const MAX_IDLE: usize = crate::protocol::limits::MAX_CONCURRENT_CONNECTIONS;
-
-/// One request about to be sent.
-#[derive(Clone, Debug)]
-pub struct Call {
-    pub request_id: String,
-    pub op: Operation,
-    pub idempotency_key: Option<String>,
-    pub context: Option<(AmbientContext, ContextSource)>,
-    pub input: Value,
-}
-
-impl Call {
-    /// A request for `op` with a fresh `req_<ULID>` id, no key and no context.
-    pub fn new(op: Operation, input: Value) -> Call {
-        Call {
-            request_id: format!("req_{}", ulid::Ulid::new()),
-            op,
-            idempotency_key: None,
-            context: None,
-            input,
-        }
-    }
-
-    /// The v1 request document.
-    pub fn to_value(&self) -> Value {
-        let mut request = Map::new();
-        request.insert("v".to_owned(), Value::from(PROTOCOL_VERSION));
-        request.insert("request_id".to_owned(), Value::from(self.request_id.as_str()));
-        request.insert("op".to_owned(), Value::from(self.op.wire_name()));
-        if let Some(key) = &self.idempotency_key {
-            request.insert("idempotency_key".to_owned(), Value::from(key.as_str()));
-        }
-        if let Some((context, source)) = &self.context {
-            request.insert(
-                "context".to_owned(),
-                serde_json::to_value(context).unwrap_or(Value::Null),
-            );
-            request.insert("context_source".to_owned(), Value::from(source.as_str()));
-        }
-        request.insert("input".to_owned(), self.input.clone());
-        Value::Object(request)
-    }
-}
 
 /// The daemon this MCP server forwards to.
 #[derive(Debug)]
@@ -90,19 +47,19 @@ impl Daemon {
     /// started on demand unless `no_autostart`; the same rule as the CLI's.
     pub fn select(endpoint: Option<&str>, no_autostart: bool) -> Daemon {
         Daemon {
-            link: Link::select(endpoint, no_autostart).map_err(|error| error.to_error_body()),
+            link: Link::select(endpoint, no_autostart).map_err(|error| error.error_body()),
         }
     }
 
-    /// Sends `call` and returns its envelope (blocking).
-    pub fn send(&self, call: &Call) -> Response {
+    /// Sends `request` and returns its envelope (blocking).
+    pub fn send<I: Serialize>(&self, request: &Request<I>) -> Response {
         let link = match &self.link {
             Ok(link) => link,
-            Err(error) => return Response::failure(call.request_id.as_str(), error.clone()),
+            Err(error) => return Response::failure(request.request_id.clone(), error.clone()),
         };
-        match link.exchange(&call.to_value()) {
+        match encode(request).and_then(|body| link.exchange(&body)) {
             Ok(response) => response,
-            Err(error) => error.to_response(&call.request_id),
+            Err(error) => Response::failure(request.request_id.clone(), error.error_body()),
         }
     }
 
@@ -134,16 +91,16 @@ impl Link {
         })
     }
 
-    fn exchange(&self, request: &Value) -> Result<Response, ClientError> {
+    fn exchange(&self, body: &[u8]) -> Result<Response, ClientError> {
         let mut session = self.take_fresh(Instant::now()).unwrap_or_else(|| self.client.session());
-        match session.exchange_json(request) {
+        match session.exchange_raw(body) {
             Ok(response) => {
                 self.put_back(session);
                 Ok(response)
             }
             Err(ClientError::Transport(reason)) if self.launcher.is_some() => {
                 tracing::info!(%reason, "no daemon answered; starting one");
-                self.start_and_retry(request)
+                self.start_and_retry(body)
             }
             Err(error) => Err(error),
         }
@@ -151,7 +108,7 @@ impl Link {
 
     /// Starts the default daemon and retries on fresh sessions while nothing answers, as
     /// [`crate::client::autostart::Autostart`] does.
-    fn start_and_retry(&self, request: &Value) -> Result<Response, ClientError> {
+    fn start_and_retry(&self, body: &[u8]) -> Result<Response, ClientError> {
         if let Some(launcher) = &self.launcher {
             launcher.spawn()?;
         }
@@ -159,7 +116,7 @@ impl Link {
         for _ in 0..START_RETRIES {
             std::thread::sleep(START_RETRY_DELAY);
             let mut session = self.client.session();
-            match session.exchange_json(request) {
+            match session.exchange_raw(body) {
                 Err(error @ ClientError::Transport(_)) => last = error,
                 Ok(response) => {
                     self.put_back(session);

@@ -42,17 +42,21 @@ pub fn text(window: Duration) -> String {
     for rule in doc
         .rules
         .iter()
-        .filter(|rule| !DROPPED_RULES.contains(&rule.id) && applies(rule.text))
+        .filter(|rule| !DROPPED_RULES.contains(&rule.id.as_ref()) && applies(&rule.text))
     {
         let level = match rule.level {
             RuleLevel::Must => "MUST",
             RuleLevel::Should => "SHOULD",
         };
-        out.push_str(&format!("- **{level} — {}:** {}\n", rule.id, rename(rule.text)));
+        out.push_str(&format!("- **{level} — {}:** {}\n", rule.id, rename(&rule.text)));
     }
     out.push_str("\n## Concepts\n\n");
-    for concept in doc.concepts.iter().filter(|c| !DROPPED_CONCEPTS.contains(&c.name)) {
-        out.push_str(&format!("- **{}:** {}\n", concept.name, rename(concept.meaning)));
+    for concept in doc
+        .concepts
+        .iter()
+        .filter(|c| !DROPPED_CONCEPTS.contains(&c.name.as_ref()))
+    {
+        out.push_str(&format!("- **{}:** {}\n", concept.name, rename(&concept.meaning)));
     }
     out.push_str(&format!(
         "\n## Over MCP\n\n\

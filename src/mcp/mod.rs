@@ -48,7 +48,7 @@ const MAX_BLOCKING_THREADS: usize = 8;
 /// Serves MCP on stdin/stdout until the host closes stdin. Exit status 0 on a clean end,
 /// 1 when the runtime or the transport fails.
 pub fn run(options: Options) -> ExitCode {
-    crate::daemon::memory::tune();
+    crate::sys::tune_allocator();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .max_blocking_threads(MAX_BLOCKING_THREADS)
@@ -75,7 +75,7 @@ async fn serve(options: Options) -> ExitCode {
     let daemon = daemon::Daemon::select(options.endpoint.as_deref(), options.no_autostart);
     let handler = server::Server::new(daemon, options.retry_window);
     // What parsing the command line left on the heap goes back to the system.
-    crate::daemon::memory::release();
+    crate::sys::release_free_memory();
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let transport = transport::LineTransport::new(stdin, stdout);
     match handler.serve(transport).await {

@@ -10,7 +10,10 @@ use base64::Engine;
 use rmcp::model::{ResourceContents, ResourceTemplate};
 use serde_json::{Value, json};
 
-use crate::protocol::{ErrorBody, ErrorCode, Operation};
+use super::daemon::Daemon;
+use crate::protocol::artifact::ArtifactGetInput;
+use crate::protocol::claim::ClaimGetInput;
+use crate::protocol::{ErrorBody, ErrorCode, Request, RequestId, Response};
 
 /// A parsed citation URI.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,21 +75,28 @@ impl Citation {
         }
     }
 
-    /// The exact-get operation and input that read this citation.
-    pub fn request(&self) -> (Operation, Value) {
+    /// Reads this citation with an exact get (`artifact.get` with content, or `claim.get`).
+    pub fn read(&self, daemon: &Daemon) -> Response {
+        let request_id = RequestId::generate();
         match self {
             Citation::Artifact {
                 artifact_id,
                 revision_id,
                 ..
-            } => (
-                Operation::ArtifactGet,
-                json!({"artifact_id": artifact_id, "revision_id": revision_id, "include_content": true}),
-            ),
-            Citation::Claim { claim_id, revision_id } => (
-                Operation::ClaimGet,
-                json!({"claim_id": claim_id, "revision_id": revision_id}),
-            ),
+            } => daemon.send(&Request::new(
+                request_id,
+                ArtifactGetInput {
+                    revision_id: revision_id.as_deref().map(Into::into),
+                    ..ArtifactGetInput::current(artifact_id.as_str())
+                },
+            )),
+            Citation::Claim { claim_id, revision_id } => daemon.send(&Request::new(
+                request_id,
+                ClaimGetInput {
+                    claim_id: claim_id.as_str().into(),
+                    revision_id: revision_id.as_deref().map(Into::into),
+                },
+            )),
         }
     }
 
@@ -101,9 +111,9 @@ impl Citation {
             Some((start, end)) => {
                 let size = bytes.len() as u64;
                 if end > size {
-                    return Err(ErrorBody::new(
+                    return Err(ErrorBody::prefixed(
                         ErrorCode::InvalidRequest,
-                        format!("invalid request: the span {start}-{end} ends past the revision's {size} bytes"),
+                        format_args!("the span {start}-{end} ends past the revision's {size} bytes"),
                     )
                     .with_details(json!({"start_byte": start, "end_byte": end, "size_bytes": size})));
                 }
@@ -137,14 +147,14 @@ fn content_bytes(content: &Value) -> Result<Vec<u8>, ErrorBody> {
     match content["type"].as_str() {
         Some("text") => Ok(data.as_bytes().to_vec()),
         Some("base64") => base64::engine::general_purpose::STANDARD.decode(data).map_err(|e| {
-            ErrorBody::new(
+            ErrorBody::prefixed(
                 ErrorCode::InternalError,
-                format!("internal error: undecodable content from the daemon: {e}"),
+                format_args!("undecodable content from the daemon: {e}"),
             )
         }),
-        _ => Err(ErrorBody::new(
+        _ => Err(ErrorBody::prefixed(
             ErrorCode::InternalError,
-            "internal error: the daemon returned no content for an exact get",
+            "the daemon returned no content for an exact get",
         )),
     }
 }

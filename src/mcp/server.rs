@@ -24,12 +24,12 @@ use serde_json::{Map, Value, json};
 use tokio::sync::Mutex;
 
 use super::context::{self as ambient_context, root_path};
-use super::daemon::{Call, Daemon, LINGER};
+use super::daemon::{Daemon, LINGER};
 use super::idempotency::AutoKeys;
 use super::resources::Citation;
 use super::result::{local_failure, tool_result};
 use super::tools::{self, IDEMPOTENCY_KEY, ToolSpec};
-use crate::protocol::{ErrorBody, ErrorCode, Response};
+use crate::protocol::{ErrorBody, ErrorCode, Request, RequestId, Response};
 
 /// How long to wait for the host to list its roots.
 const ROOTS_TIMEOUT: Duration = Duration::from_secs(5);
@@ -118,7 +118,7 @@ impl Server {
             tokio::time::sleep(LINGER).await;
             daemon.close_idle();
             if activity.load(Ordering::Relaxed) == seen {
-                let _ = tokio::task::spawn_blocking(crate::daemon::memory::release).await;
+                let _ = tokio::task::spawn_blocking(crate::sys::release_free_memory).await;
             }
         });
     }
@@ -134,18 +134,15 @@ fn split_arguments(
         None | Some(Value::Null) => None,
         Some(Value::String(key)) if spec.op.is_mutating() => Some(key),
         Some(Value::String(_)) => {
-            return Err(ErrorBody::new(
+            return Err(ErrorBody::prefixed(
                 ErrorCode::InvalidRequest,
-                format!(
-                    "invalid request: {} is read-only and takes no idempotency_key",
-                    spec.name
-                ),
+                format_args!("{} is read-only and takes no idempotency_key", spec.name),
             ));
         }
         Some(other) => {
-            return Err(ErrorBody::new(
+            return Err(ErrorBody::prefixed(
                 ErrorCode::InvalidRequest,
-                format!("invalid request: idempotency_key: {other} is not of type \"string\""),
+                format_args!("idempotency_key: {other} is not of type \"string\""),
             ));
         }
     };
@@ -190,7 +187,7 @@ impl ServerHandler for Server {
                 Some(json!({"tools": tools::TOOLS.iter().map(|t| t.name).collect::<Vec<_>>()})),
             ));
         };
-        let request_id = format!("req_{}", ulid::Ulid::new());
+        let request_id = RequestId::generate();
         let (input, explicit_key) = match split_arguments(spec, request.arguments) {
             Ok(split) => split,
             Err(error) => return Ok(local_failure(spec, &Response::failure(request_id, error)).into()),
@@ -205,22 +202,23 @@ impl ServerHandler for Server {
         let issued = Instant::now();
         let (response, key) = self
             .blocking(&context, move |daemon| {
-                let mut call = Call::new(spec_copy.op, input);
-                call.request_id = request_id;
+                // The tool's arguments are forwarded as the request's input document: the
+                // daemon validates them against the operation's schema, exactly as for any
+                // other client, so its error names the offending argument.
+                let mut request = Request::raw(request_id, spec_copy.op, input);
                 if spec_copy.op.needs_context() {
                     match ambient_context::resolve(spec_copy.op, &roots) {
-                        Ok(found) => call.context = Some(found),
-                        Err(error) => return (Response::failure(call.request_id, error), None),
+                        Ok((found, source)) => request = request.with_context(found, source),
+                        Err(error) => return (Response::failure(request.request_id, error), None),
                     }
                 }
                 if spec_copy.op.is_mutating() {
                     let key = explicit_key.unwrap_or_else(|| {
-                        let context = call.context.as_ref().map(|(context, _)| context);
-                        keys.key_for(spec_copy.name, &call.input, context, issued)
+                        keys.key_for(spec_copy.name, &request.input, request.context.as_ref(), issued)
                     });
-                    call.idempotency_key = Some(key);
+                    request.idempotency_key = Some(key);
                 }
-                (daemon.send(&call), call.idempotency_key)
+                (daemon.send(&request), request.idempotency_key)
             })
             .await?;
         Ok(tool_result(spec, &response, key.as_deref()).into())
@@ -252,14 +250,12 @@ impl ServerHandler for Server {
     ) -> Result<ReadResourceResponse, McpError> {
         let uri = request.uri;
         let citation = Citation::parse(&uri).map_err(|bad| McpError::invalid_params(bad.0, None))?;
-        let (op, input) = citation.request();
-        let response = self
-            .blocking(&context, move |daemon| daemon.send(&Call::new(op, input)))
-            .await?;
+        let read = citation.clone();
+        let response = self.blocking(&context, move |daemon| read.read(daemon)).await?;
         let outcome = match (&response.error, &response.result) {
             (None, Some(result)) => citation.contents(&uri, result),
             (Some(error), _) => Err(error.clone()),
-            (None, None) => Err(ErrorBody::new(ErrorCode::InternalError, "internal error: no result")),
+            (None, None) => Err(ErrorBody::prefixed(ErrorCode::InternalError, "no result")),
         };
         match outcome {
             Ok(contents) => Ok(ReadResourceResult::new(vec![contents]).into()),

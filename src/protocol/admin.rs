@@ -3,14 +3,26 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::meta::empty_input;
+use super::{Input, Label, Operation};
+
+empty_input! {
+    /// `doctor` input.
+    DoctorInput => Doctor, DoctorResult;
+    /// `verify` input.
+    VerifyInput => Verify, VerifyResult;
+    /// `reindex` input.
+    ReindexInput => Reindex, ReindexResult;
+}
+
 /// `doctor` result: health of the serving process and its store.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DoctorResult {
-    pub status: &'static str,
+    pub status: Label,
     pub running: bool,
     pub daemon_pid: u32,
-    pub authoritative_store: &'static str,
-    pub retrieval_mode: &'static str,
+    pub authoritative_store: Label,
+    pub retrieval_mode: Label,
     pub last_commit_seq: i64,
     pub data_dir: String,
     pub schema_version: i64,
@@ -18,19 +30,19 @@ pub struct DoctorResult {
     pub blob_bytes: u64,
     pub blob_count: u64,
     pub disk_free_bytes: Option<u64>,
-    pub version: &'static str,
+    pub version: Label,
 }
 
 /// One structured verification issue (extension of the reference's free-text issues).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct VerifyIssueDetail {
-    pub kind: &'static str,
+    pub kind: Label,
     pub entity: Option<String>,
     pub detail: String,
 }
 
 /// `verify` result.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct VerifyResult {
     pub ok: bool,
     pub schema_version: i64,
@@ -45,14 +57,19 @@ pub struct VerifyResult {
 }
 
 /// `backup.create` input.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BackupCreateInput {
     pub destination: String,
 }
 
+impl Input for BackupCreateInput {
+    const OP: Operation = Operation::BackupCreate;
+    type Output = BackupResult;
+}
+
 /// `backup.create` result.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BackupResult {
     pub destination: String,
     pub database: String,
@@ -63,7 +80,7 @@ pub struct BackupResult {
 }
 
 /// `reindex` result.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReindexResult {
     pub reindexed_artifact_revisions: u64,
     pub reindexed_claim_revisions: u64,
@@ -71,34 +88,40 @@ pub struct ReindexResult {
     pub last_commit_seq: i64,
 }
 
-/// The renderings of the agent instructions.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum InstructionsFormat {
-    #[default]
-    Markdown,
-    Json,
-    AgentsMd,
-    ClaudeMd,
+crate::wire_enum! {
+    /// The renderings of the agent instructions.
+    #[derive(Default)]
+    pub enum InstructionsFormat {
+        #[default]
+        Markdown = "markdown",
+        Json = "json",
+        AgentsMd = "agents-md",
+        ClaudeMd = "claude-md",
+    }
 }
 
 /// `instructions` input.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct InstructionsInput {
     #[serde(default)]
     pub format: InstructionsFormat,
 }
 
+impl Input for InstructionsInput {
+    const OP: Operation = Operation::Instructions;
+    type Output = InstructionsResult;
+}
+
 /// `instructions` result: Markdown text, or the structured document for `json`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct InstructionsResult {
     pub format: InstructionsFormat,
     pub content: InstructionsContent,
 }
 
 /// The payload of [`InstructionsResult`].
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum InstructionsContent {
     Markdown(String),
@@ -106,14 +129,14 @@ pub enum InstructionsContent {
 }
 
 /// The structured instructions (`format: "json"`).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct InstructionDocument {
-    pub product: &'static str,
+    pub product: Label,
     pub instruction_set_version: u32,
     pub protocol_version: u32,
-    pub purpose: &'static str,
+    pub purpose: Label,
     pub invocation: Invocation,
-    pub workflow: Vec<&'static str>,
+    pub workflow: Vec<Label>,
     pub rules: Vec<InstructionRule>,
     pub concepts: Vec<InstructionConcept>,
     /// Extension: the request classes and limits, derived from the operation table.
@@ -121,33 +144,33 @@ pub struct InstructionDocument {
 }
 
 /// How an agent talks to Memoree.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Invocation {
-    pub command: &'static str,
-    pub request_stream: &'static str,
-    pub response_stream: &'static str,
-    pub diagnostics_stream: &'static str,
+    pub command: Label,
+    pub request_stream: Label,
+    pub response_stream: Label,
+    pub diagnostics_stream: Label,
 }
 
-/// The level of a normative rule.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RuleLevel {
-    Must,
-    Should,
+crate::wire_enum! {
+    /// The level of a normative rule.
+    pub enum RuleLevel {
+        Must = "must",
+        Should = "should",
+    }
 }
 
 /// One normative rule.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct InstructionRule {
-    pub id: &'static str,
+    pub id: Label,
     pub level: RuleLevel,
-    pub text: &'static str,
+    pub text: Label,
 }
 
 /// One concept an agent needs.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct InstructionConcept {
-    pub name: &'static str,
-    pub meaning: &'static str,
+    pub name: Label,
+    pub meaning: Label,
 }

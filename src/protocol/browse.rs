@@ -9,110 +9,47 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::artifact::ArtifactRecord;
+pub use super::artifact::ArtifactStatus;
+pub use super::claim::ClaimStatus;
 use super::claim::{ClaimRecord, ClaimType};
-use super::{AmbientContext, Horizon};
+use super::ids::{ArtifactId, ArtifactRevisionId, EventId, RevisionId};
+use super::relation::horizon_input;
+use super::{AmbientContext, Horizon, Input, Operation};
 
 fn default_browse_limit() -> i64 {
     50
 }
 
-/// An artifact's lifecycle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ArtifactStatus {
-    Active,
-    Forgotten,
-}
-
-impl ArtifactStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ArtifactStatus::Active => "active",
-            ArtifactStatus::Forgotten => "forgotten",
-        }
+crate::wire_enum! {
+    /// A claim's validity window at the evaluation instant.
+    pub enum TemporalState {
+        Current = "current",
+        Future = "future",
+        Expired = "expired",
     }
 }
 
-/// A claim's presented status (`conflicted` is derived from open conflict cases).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ClaimStatus {
-    Active,
-    Conflicted,
-    Superseded,
-    Retracted,
-}
-
-impl ClaimStatus {
-    pub const ALL: [ClaimStatus; 4] = [
-        ClaimStatus::Active,
-        ClaimStatus::Conflicted,
-        ClaimStatus::Superseded,
-        ClaimStatus::Retracted,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ClaimStatus::Active => "active",
-            ClaimStatus::Conflicted => "conflicted",
-            ClaimStatus::Superseded => "superseded",
-            ClaimStatus::Retracted => "retracted",
-        }
+crate::wire_enum! {
+    /// Which claim revisions `claim.list` returns: one item per claim (its current
+    /// revision, the default), or every matching revision, current or not.
+    #[derive(Default)]
+    pub enum RevisionSelection {
+        #[default]
+        Current = "current",
+        All = "all",
     }
 }
 
-/// A claim's validity window at the evaluation instant.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TemporalState {
-    Current,
-    Future,
-    Expired,
-}
-
-impl TemporalState {
-    pub const ALL: [TemporalState; 3] = [TemporalState::Current, TemporalState::Future, TemporalState::Expired];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TemporalState::Current => "current",
-            TemporalState::Future => "future",
-            TemporalState::Expired => "expired",
-        }
+crate::wire_enum! {
+    /// The kinds of entity an event is about.
+    pub enum EventEntityType {
+        Artifact = "artifact",
+        Claim = "claim",
+        Relation = "relation",
     }
 }
 
-/// Which claim revisions `claim.list` returns.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RevisionSelection {
-    /// One item per claim: its current revision.
-    #[default]
-    Current,
-    /// Every matching revision, current or not.
-    All,
-}
-
-/// The kinds of entity an event is about.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EventEntityType {
-    Artifact,
-    Claim,
-    Relation,
-}
-
-impl EventEntityType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventEntityType::Artifact => "artifact",
-            EventEntityType::Claim => "claim",
-            EventEntityType::Relation => "relation",
-        }
-    }
-}
-
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ArtifactListInput {
     #[serde(default)]
@@ -129,7 +66,7 @@ pub struct ArtifactListInput {
     pub before_commit_seq: Option<i64>,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClaimListInput {
     #[serde(default)]
@@ -143,9 +80,9 @@ pub struct ClaimListInput {
     #[serde(default)]
     pub temporal_state: Option<TemporalState>,
     #[serde(default)]
-    pub cites_artifact_id: Option<String>,
+    pub cites_artifact_id: Option<ArtifactId>,
     #[serde(default)]
-    pub cites_revision_id: Option<String>,
+    pub cites_revision_id: Option<ArtifactRevisionId>,
     #[serde(default)]
     pub revisions: RevisionSelection,
     #[serde(default = "default_browse_limit")]
@@ -154,7 +91,7 @@ pub struct ClaimListInput {
     pub before_commit_seq: Option<i64>,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EventListInput {
     #[serde(default)]
@@ -172,20 +109,20 @@ pub struct EventListInput {
 }
 
 /// `artifact.list` result: current revisions without content.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ArtifactListResult {
     pub horizon: Horizon,
     pub artifacts: Vec<ArtifactRecord>,
     pub total: u64,
     pub truncated: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_before_commit_seq: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub broaden_hint: Option<String>,
 }
 
 /// One listed claim revision with its currentness.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClaimListItem {
     #[serde(flatten)]
     pub record: ClaimRecord,
@@ -194,30 +131,30 @@ pub struct ClaimListItem {
 }
 
 /// `claim.list` result.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClaimListResult {
     pub horizon: Horizon,
     pub evaluated_at: String,
     pub claims: Vec<ClaimListItem>,
     pub total: u64,
     pub truncated: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_before_commit_seq: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub broaden_hint: Option<String>,
 }
 
 /// One immutable event: a logical mutation and its commit sequence.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EventRecord {
     pub commit_seq: i64,
-    pub event_id: String,
+    pub event_id: EventId,
     pub event_type: String,
-    pub entity_type: String,
+    pub entity_type: EventEntityType,
     pub entity_id: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub revision_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision_id: Option<RevisionId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<String>,
     pub created_at: String,
     /// What the entity rows do not already record; untrusted reference data.
@@ -226,13 +163,30 @@ pub struct EventRecord {
 }
 
 /// `event.list` result.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EventListResult {
     pub horizon: Horizon,
     pub events: Vec<EventRecord>,
     pub truncated: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_before_commit_seq: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub broaden_hint: Option<String>,
+}
+
+horizon_input!(ArtifactListInput, ClaimListInput, EventListInput);
+
+impl Input for ArtifactListInput {
+    const OP: Operation = Operation::ArtifactList;
+    type Output = ArtifactListResult;
+}
+
+impl Input for ClaimListInput {
+    const OP: Operation = Operation::ClaimList;
+    type Output = ClaimListResult;
+}
+
+impl Input for EventListInput {
+    const OP: Operation = Operation::EventList;
+    type Output = EventListResult;
 }

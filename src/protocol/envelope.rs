@@ -1,12 +1,19 @@
 //! Request and response envelopes, the ambient context they carry, and the error body.
 //!
+//! [`Request<I>`] is generic over its input: the service receives `Request<Value>` (the
+//! input is validated against its schema before it is decoded), a client builds
+//! `Request<ArtifactPutInput>` and so on from typed inputs ([`Input`]). [`Response<R>`] is
+//! likewise `Response<Value>` as sent and `Response<R>` once a client decodes its result.
+//!
 //! The envelope keeps its declared field order on the wire; every object inside `result` is
 //! emitted with keys sorted (the service converts results to `serde_json::Value`, whose map
 //! is ordered).
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::ids::RequestId;
 use super::{ErrorCode, Operation};
 
 /// The only protocol version this implementation speaks.
@@ -16,20 +23,34 @@ pub const PROTOCOL_VERSION: u32 = 1;
 pub const TRANSPORT_REQUEST_ID: &str = "req_transport";
 /// The `request_id` used when the CLI fails before a request exists.
 pub const CLI_REQUEST_ID: &str = "req_cli";
+/// `error.details.reason` of the envelope a daemon sends when its connection limit is reached.
+pub const CONNECTION_LIMIT_REASON: &str = "connection_limit";
 
 fn default_version() -> u64 {
     u64::from(PROTOCOL_VERSION)
 }
 
+/// The input of one operation: which operation it belongs to and what it returns.
+///
+/// Every input type of `protocol::*` implements it, so a client can build
+/// `Request::new(id, input)` without naming the operation and decode the result as
+/// [`Input::Output`].
+pub trait Input: Serialize + DeserializeOwned {
+    /// The operation this input belongs to.
+    const OP: Operation;
+    /// The operation's `result`.
+    type Output: Serialize + DeserializeOwned;
+}
+
 /// One protocol request. Unknown envelope fields are rejected.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Request {
+pub struct Request<I = Value> {
     /// Protocol version; defaults to 1, anything else is `UNSUPPORTED_VERSION`.
     #[serde(default = "default_version")]
     pub v: u64,
     /// Correlates the response; required, 1..=256 bytes.
-    pub request_id: String,
+    pub request_id: RequestId,
     pub op: Operation,
     /// Required for mutations; identifies the logical mutation, not a retry attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -42,21 +63,70 @@ pub struct Request {
     pub context_source: ContextSource,
     /// Operation-specific input; a missing input is `null`.
     #[serde(default)]
-    pub input: Value,
+    pub input: I,
 }
 
-impl Request {
-    /// Builds a version-1 request with an empty context source.
-    pub fn new(request_id: impl Into<String>, op: Operation, input: Value) -> Request {
+impl Request<Value> {
+    /// A version-1 request for `op` with a raw input and an empty context source.
+    pub fn raw(request_id: impl Into<RequestId>, op: Operation, input: Value) -> Request {
+        Request::envelope(request_id.into(), op, input)
+    }
+}
+
+impl<I: Input> Request<I> {
+    /// A version-1 request for `input`'s operation, without key or context.
+    pub fn new(request_id: impl Into<RequestId>, input: I) -> Request<I> {
+        Request::envelope(request_id.into(), I::OP, input)
+    }
+}
+
+impl<I> Request<I> {
+    fn envelope(request_id: RequestId, op: Operation, input: I) -> Request<I> {
         Request {
             v: default_version(),
-            request_id: request_id.into(),
+            request_id,
             op,
             idempotency_key: None,
             context: None,
             context_source: ContextSource::None,
             input,
         }
+    }
+
+    /// Sets the idempotency key (mutations require one).
+    pub fn with_idempotency_key(mut self, key: impl Into<String>) -> Request<I> {
+        self.idempotency_key = Some(key.into());
+        self
+    }
+
+    /// Sets the ambient context and says where it came from.
+    pub fn with_context(mut self, context: AmbientContext, source: ContextSource) -> Request<I> {
+        self.context = Some(context);
+        self.context_source = source;
+        self
+    }
+
+    /// The envelope without its input, and the input.
+    pub fn split(self) -> (Request<()>, I) {
+        let Request {
+            v,
+            request_id,
+            op,
+            idempotency_key,
+            context,
+            context_source,
+            input,
+        } = self;
+        let envelope = Request {
+            v,
+            request_id,
+            op,
+            idempotency_key,
+            context,
+            context_source,
+            input: (),
+        };
+        (envelope, input)
     }
 }
 
@@ -76,6 +146,17 @@ pub struct AmbientContext {
 }
 
 impl AmbientContext {
+    /// A project-level context without component or pins.
+    pub fn project(workspace_id: impl Into<String>, project_id: impl Into<String>) -> AmbientContext {
+        AmbientContext {
+            workspace_id: workspace_id.into(),
+            project_id: project_id.into(),
+            task_id: None,
+            component: None,
+            pins: Vec::new(),
+        }
+    }
+
     /// The same scope without pins (the owner context recorded on entities).
     pub fn without_pins(&self) -> AmbientContext {
         AmbientContext {
@@ -85,54 +166,38 @@ impl AmbientContext {
     }
 }
 
-/// Where the ambient context came from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ContextSource {
-    Explicit,
-    Session,
-    Marker,
-    Personal,
-    #[default]
-    None,
+crate::wire_enum! {
+    /// Where the ambient context came from.
+    #[derive(Default)]
+    pub enum ContextSource {
+        Explicit = "explicit",
+        Session = "session",
+        Marker = "marker",
+        Personal = "personal",
+        #[default]
+        None = "none",
+    }
 }
 
 impl ContextSource {
     pub fn is_none(&self) -> bool {
         matches!(self, ContextSource::None)
     }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ContextSource::Explicit => "explicit",
-            ContextSource::Session => "session",
-            ContextSource::Marker => "marker",
-            ContextSource::Personal => "personal",
-            ContextSource::None => "none",
-        }
-    }
 }
 
-/// A retrieval horizon. Only `ambient` is a default; the others are one-request choices
-/// that need a reason.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Horizon {
-    #[default]
-    Ambient,
-    Workspace,
-    Personal,
+crate::wire_enum! {
+    /// A retrieval horizon. Only `ambient` is a default; the others are one-request choices
+    /// that need a reason.
+    #[derive(Default)]
+    pub enum Horizon {
+        #[default]
+        Ambient = "ambient",
+        Workspace = "workspace",
+        Personal = "personal",
+    }
 }
 
 impl Horizon {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Horizon::Ambient => "ambient",
-            Horizon::Workspace => "workspace",
-            Horizon::Personal => "personal",
-        }
-    }
-
     pub fn is_broad(self) -> bool {
         !matches!(self, Horizon::Ambient)
     }
@@ -181,25 +246,29 @@ impl ResolvedContext {
 
 /// One response envelope. Field order is the wire order.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Response {
+pub struct Response<R = Value> {
     pub v: u32,
-    pub request_id: String,
+    pub request_id: RequestId,
     pub ok: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<ResolvedContext>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit_seq: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<Value>,
+    #[serde(default = "none", skip_serializing_if = "Option::is_none")]
+    pub result: Option<R>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorBody>,
     #[serde(default)]
     pub warnings: Vec<Warning>,
 }
 
-impl Response {
+fn none<R>() -> Option<R> {
+    None
+}
+
+impl<R> Response<R> {
     /// A success envelope.
-    pub fn success(request_id: impl Into<String>, result: Value) -> Response {
+    pub fn success(request_id: impl Into<RequestId>, result: R) -> Response<R> {
         Response {
             v: PROTOCOL_VERSION,
             request_id: request_id.into(),
@@ -212,8 +281,25 @@ impl Response {
         }
     }
 
+    /// The error code of a failure envelope.
+    pub fn error_code(&self) -> Option<ErrorCode> {
+        self.error.as_ref().map(|e| e.code)
+    }
+
+    /// The result of a success, or the error of a failure (`None` only for an envelope
+    /// that has neither, which no conforming server sends).
+    pub fn into_result(self) -> Option<Result<R, ErrorBody>> {
+        match (self.ok, self.result, self.error) {
+            (true, Some(result), _) => Some(Ok(result)),
+            (_, _, Some(error)) => Some(Err(error)),
+            _ => None,
+        }
+    }
+}
+
+impl Response<Value> {
     /// A failure envelope; failures never carry a context.
-    pub fn failure(request_id: impl Into<String>, error: ErrorBody) -> Response {
+    pub fn failure(request_id: impl Into<RequestId>, error: ErrorBody) -> Response {
         Response {
             v: PROTOCOL_VERSION,
             request_id: request_id.into(),
@@ -226,9 +312,19 @@ impl Response {
         }
     }
 
-    /// The error code of a failure envelope.
-    pub fn error_code(&self) -> Option<ErrorCode> {
-        self.error.as_ref().map(|e| e.code)
+    /// The same envelope with its result decoded as `R`.
+    pub fn decode<R: DeserializeOwned>(self) -> Result<Response<R>, serde_json::Error> {
+        let result = self.result.map(serde_json::from_value).transpose()?;
+        Ok(Response {
+            v: self.v,
+            request_id: self.request_id,
+            ok: self.ok,
+            context: self.context,
+            commit_seq: self.commit_seq,
+            result,
+            error: self.error,
+            warnings: self.warnings,
+        })
     }
 }
 
@@ -246,7 +342,8 @@ pub struct ErrorBody {
 }
 
 impl ErrorBody {
-    /// An error with the code's default retryability, no hint and no details.
+    /// An error with the code's default retryability, no hint and no details. `message` is
+    /// the complete text; see [`ErrorBody::prefixed`] for the usual `<code text>: …` form.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> ErrorBody {
         ErrorBody {
             code,
@@ -255,6 +352,12 @@ impl ErrorBody {
             hint: None,
             details: Value::Null,
         }
+    }
+
+    /// An error whose message is the code's prefix and `detail`, for example
+    /// `invalid request: title must not be empty`.
+    pub fn prefixed(code: ErrorCode, detail: impl std::fmt::Display) -> ErrorBody {
+        ErrorBody::new(code, format!("{}: {detail}", code.prefix()))
     }
 
     pub fn with_hint(mut self, hint: impl Into<String>) -> ErrorBody {
@@ -270,6 +373,13 @@ impl ErrorBody {
     pub fn with_retryable(mut self, retryable: bool) -> ErrorBody {
         self.retryable = retryable;
         self
+    }
+
+    /// Whether this is a daemon's retryable "connection limit reached" error.
+    pub fn is_connection_limit(&self) -> bool {
+        self.code == ErrorCode::TransportError
+            && self.retryable
+            && self.details.get("reason").and_then(Value::as_str) == Some(CONNECTION_LIMIT_REASON)
     }
 }
 

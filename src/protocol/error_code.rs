@@ -1,75 +1,64 @@
-//! Stable wire error codes and their default retryability.
+//! Stable wire error codes, their default retryability and their message prefixes.
 
-use serde::{Deserialize, Serialize};
-
-/// The stable `error.code` values of protocol v1.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum ErrorCode {
-    NoAmbientContext,
-    InvalidRequest,
-    NotFound,
-    RevisionConflict,
-    IdempotencyConflict,
-    IndexNotReady,
-    ScopeViolation,
-    ConfigError,
-    ContentTooLarge,
-    IntegrityError,
-    UnsupportedVersion,
-    TransportError,
-    ReasonerError,
-    InternalError,
+crate::wire_enum! {
+    /// The stable `error.code` values of protocol v1, in the order the protocol lists them.
+    pub enum ErrorCode {
+        NoAmbientContext = "NO_AMBIENT_CONTEXT",
+        InvalidRequest = "INVALID_REQUEST",
+        NotFound = "NOT_FOUND",
+        RevisionConflict = "REVISION_CONFLICT",
+        IdempotencyConflict = "IDEMPOTENCY_CONFLICT",
+        IndexNotReady = "INDEX_NOT_READY",
+        ScopeViolation = "SCOPE_VIOLATION",
+        ConfigError = "CONFIG_ERROR",
+        ContentTooLarge = "CONTENT_TOO_LARGE",
+        IntegrityError = "INTEGRITY_ERROR",
+        UnsupportedVersion = "UNSUPPORTED_VERSION",
+        TransportError = "TRANSPORT_ERROR",
+        ReasonerError = "REASONER_ERROR",
+        InternalError = "INTERNAL_ERROR",
+    }
 }
 
 impl ErrorCode {
-    /// Every code, in the order the protocol lists them.
-    pub const ALL: [ErrorCode; 14] = [
-        ErrorCode::NoAmbientContext,
-        ErrorCode::InvalidRequest,
-        ErrorCode::NotFound,
-        ErrorCode::RevisionConflict,
-        ErrorCode::IdempotencyConflict,
-        ErrorCode::IndexNotReady,
-        ErrorCode::ScopeViolation,
-        ErrorCode::ConfigError,
-        ErrorCode::ContentTooLarge,
-        ErrorCode::IntegrityError,
-        ErrorCode::UnsupportedVersion,
-        ErrorCode::TransportError,
-        ErrorCode::ReasonerError,
-        ErrorCode::InternalError,
-    ];
-
-    /// The wire spelling, for example `REVISION_CONFLICT`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::NoAmbientContext => "NO_AMBIENT_CONTEXT",
-            ErrorCode::InvalidRequest => "INVALID_REQUEST",
-            ErrorCode::NotFound => "NOT_FOUND",
-            ErrorCode::RevisionConflict => "REVISION_CONFLICT",
-            ErrorCode::IdempotencyConflict => "IDEMPOTENCY_CONFLICT",
-            ErrorCode::IndexNotReady => "INDEX_NOT_READY",
-            ErrorCode::ScopeViolation => "SCOPE_VIOLATION",
-            ErrorCode::ConfigError => "CONFIG_ERROR",
-            ErrorCode::ContentTooLarge => "CONTENT_TOO_LARGE",
-            ErrorCode::IntegrityError => "INTEGRITY_ERROR",
-            ErrorCode::UnsupportedVersion => "UNSUPPORTED_VERSION",
-            ErrorCode::TransportError => "TRANSPORT_ERROR",
-            ErrorCode::ReasonerError => "REASONER_ERROR",
-            ErrorCode::InternalError => "INTERNAL_ERROR",
-        }
-    }
-
     /// Whether a caller may retry the identical request automatically. `REASONER_ERROR`
     /// decides per case; this is its conservative default.
     pub fn default_retryable(self) -> bool {
         matches!(self, ErrorCode::IndexNotReady | ErrorCode::TransportError)
     }
+
+    /// The words every message of this code starts with, e.g. `invalid request` in
+    /// `invalid request: title must not be empty`. Error types format their messages with
+    /// it (`"{}: {detail}"`) instead of spelling the prefix out.
+    pub const fn prefix(self) -> &'static str {
+        match self {
+            ErrorCode::NoAmbientContext => "no ambient context",
+            ErrorCode::InvalidRequest => "invalid request",
+            ErrorCode::NotFound => "not found",
+            ErrorCode::RevisionConflict => "revision conflict",
+            ErrorCode::IdempotencyConflict => "idempotency conflict",
+            ErrorCode::IndexNotReady => "index is not ready",
+            ErrorCode::ScopeViolation => "scope violation",
+            ErrorCode::ConfigError => "configuration error",
+            ErrorCode::ContentTooLarge => "content exceeds the configured size limit",
+            ErrorCode::IntegrityError => "integrity check failed",
+            ErrorCode::UnsupportedVersion => "unsupported protocol version",
+            ErrorCode::TransportError => "transport error",
+            ErrorCode::ReasonerError => "reasoning adapter error",
+            ErrorCode::InternalError => "internal error",
+        }
+    }
 }
 
-impl std::fmt::Display for ErrorCode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_has_its_own_prefix() {
+        let mut prefixes: Vec<&str> = ErrorCode::ALL.iter().map(|code| code.prefix()).collect();
+        prefixes.sort_unstable();
+        prefixes.dedup();
+        assert_eq!(prefixes.len(), ErrorCode::ALL.len());
     }
 }

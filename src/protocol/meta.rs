@@ -2,24 +2,46 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::ResolvedContext;
+use super::{ContextSource, Horizon, Input, Label, Operation, ResolvedContext};
 
-/// The input of operations that take no parameters: `{}`.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EmptyInput {}
+/// Declares the input of an operation that takes no parameters: `{}`, nothing else.
+macro_rules! empty_input {
+    ($($(#[$meta:meta])* $name:ident => $op:ident, $output:ty;)+) => {
+        $(
+            $(#[$meta])*
+            #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+            #[serde(deny_unknown_fields)]
+            pub struct $name {}
+
+            impl Input for $name {
+                const OP: Operation = Operation::$op;
+                type Output = $output;
+            }
+        )+
+    };
+}
+pub(crate) use empty_input;
+
+empty_input! {
+    /// `context.resolve` input.
+    ContextResolveInput => ContextResolve, ContextResolveResult;
+    /// `capabilities` input.
+    CapabilitiesInput => Capabilities, CapabilitiesDocument;
+    /// `schema` input; the result is the bundle of JSON Schemas.
+    SchemaInput => Schema, serde_json::Value;
+}
 
 /// `context.resolve` result.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ContextResolveResult {
     pub resolved: bool,
     pub context: ResolvedContext,
 }
 
 /// One entry of the capabilities operation list.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OperationCapability {
-    pub operation: &'static str,
+    pub operation: Operation,
     pub available: bool,
     pub mutating: bool,
     pub side_effecting: bool,
@@ -29,16 +51,16 @@ pub struct OperationCapability {
 }
 
 /// `capabilities` result: what this running binary implements and its limits.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CapabilitiesDocument {
-    pub product: &'static str,
+    pub product: Label,
     pub protocol_version: u32,
     pub instruction_set_version: u32,
     pub local_personal_mode: bool,
     pub authorization: bool,
-    pub default_horizon: &'static str,
-    pub supported_horizons: Vec<&'static str>,
-    pub ambient_context_sources: Vec<&'static str>,
+    pub default_horizon: Horizon,
+    pub supported_horizons: Vec<Horizon>,
+    pub ambient_context_sources: Vec<ContextSource>,
     pub broader_horizons_require_reason: bool,
     pub prompt_injection_signals: bool,
     pub max_frame_bytes: usize,
@@ -58,29 +80,29 @@ pub struct CapabilitiesDocument {
     pub max_history_items: usize,
     pub max_relation_list_items: usize,
     pub max_conflict_list_items: usize,
-    pub authoritative_store: &'static str,
-    pub blob_store: &'static str,
-    pub retrieval: Vec<&'static str>,
-    pub guarantees: Vec<&'static str>,
+    pub authoritative_store: Label,
+    pub blob_store: Label,
+    pub retrieval: Vec<Label>,
+    pub guarantees: Vec<Label>,
     pub operations: Vec<OperationCapability>,
-    pub extensions: Vec<&'static str>,
+    pub extensions: Vec<Label>,
     /// Extension: the default recency rerank of the retrieval operations.
     pub recency_policy: RecencyPolicy,
 }
 
 /// The bounded recency rerank as reported by `capabilities`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RecencyPolicy {
-    pub policy_version: &'static str,
+    pub policy_version: Label,
     pub enabled_by_default: bool,
     pub max_promotion: usize,
     pub decay_classes: Vec<DecayClassPolicy>,
 }
 
 /// One decay class of the recency rerank.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DecayClassPolicy {
-    pub decay_class: &'static str,
+    pub decay_class: Label,
     pub half_life_days: f64,
     pub max_bonus_ratio: f64,
 }

@@ -3,36 +3,38 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::AmbientContext;
+use super::ids::{ArtifactId, ClaimId, ClaimRevisionId, RevisionId};
+use super::relation::EntityType;
+use super::{AmbientContext, Input, Label, Operation};
 
 /// What every purge acknowledgement says about copies made before it.
 pub const EARLIER_COPIES_NOTICE: &str = "Only this store was erased. Backups, exports and other copies made before \
      this purge still contain the erased bytes; delete or re-create them.";
 
 /// `artifact.purge` input.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ArtifactPurgeInput {
-    pub artifact_id: String,
+    pub artifact_id: ArtifactId,
     pub reason: String,
     #[serde(default)]
     pub actor: Option<String>,
 }
 
 /// `claim.purge` input.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClaimPurgeInput {
-    pub claim_id: String,
+    pub claim_id: ClaimId,
     pub reason: String,
     #[serde(default)]
     pub actor: Option<String>,
 }
 
 /// One erased revision of a purge acknowledgement.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PurgedRevisionRecord {
-    pub revision_id: String,
+    pub revision_id: RevisionId,
     pub revision_number: i64,
     /// Size of the erased content in bytes.
     pub size_bytes: u64,
@@ -42,21 +44,21 @@ pub struct PurgedRevisionRecord {
 }
 
 /// A claim revision that cited the purged artifact.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CitingClaim {
-    pub claim_id: String,
-    pub revision_id: String,
+    pub claim_id: ClaimId,
+    pub revision_id: ClaimRevisionId,
 }
 
 /// `artifact.purge` / `claim.purge` result: the tombstone, what the physical erasure
 /// removed, the operation's `commit_seq` and whether this call did the purge.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PurgeResult {
-    pub entity_type: String,
+    pub entity_type: EntityType,
     pub entity_id: String,
-    pub state: &'static str,
+    pub state: Label,
     pub reason: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<String>,
     pub purged_by: AmbientContext,
     pub purged_at: String,
@@ -65,30 +67,32 @@ pub struct PurgeResult {
     pub citing_claims: Vec<CitingClaim>,
     pub erasure: Value,
     pub erasure_complete: bool,
-    pub earlier_copies: &'static str,
+    pub earlier_copies: Label,
     pub commit_seq: i64,
     pub created: bool,
 }
 
 /// `import` input.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ImportInput {
     pub source: String,
     pub mode: ImportMode,
 }
 
-/// How an archive meets the store.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ImportMode {
-    IntoEmpty,
-    Merge,
+crate::wire_enum! {
+    /// How an archive meets the store.
+    pub enum ImportMode {
+        /// The target must hold no memory.
+        IntoEmpty = "into_empty",
+        /// Add what is new to a store that holds memory.
+        Merge = "merge",
+    }
 }
 
 /// `import` result: per record type, how many records were added and how many were
 /// already present unchanged.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ImportResult {
     pub source: String,
     pub mode: ImportMode,
@@ -99,4 +103,19 @@ pub struct ImportResult {
     pub skipped_replay_records: u64,
     pub blob_bytes_read: u64,
     pub last_commit_seq: i64,
+}
+
+impl Input for ArtifactPurgeInput {
+    const OP: Operation = Operation::ArtifactPurge;
+    type Output = PurgeResult;
+}
+
+impl Input for ClaimPurgeInput {
+    const OP: Operation = Operation::ClaimPurge;
+    type Output = PurgeResult;
+}
+
+impl Input for ImportInput {
+    const OP: Operation = Operation::Import;
+    type Output = ImportResult;
 }

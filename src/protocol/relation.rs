@@ -3,83 +3,122 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::claim::ClaimRecord;
-use super::{AmbientContext, Horizon};
+use super::artifact::{ArtifactStatus, MutationResult};
+use super::claim::{ClaimRecord, ClaimStatus};
+use super::ids::{CaseId, ClaimId, RelationId};
+use super::{AmbientContext, Horizon, Input, Operation};
 
-/// The kinds of entity a relation may connect.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EntityType {
-    Artifact,
-    Claim,
+crate::wire_enum! {
+    /// The kinds of entity a relation may connect.
+    pub enum EntityType {
+        Artifact = "artifact",
+        Claim = "claim",
+    }
 }
 
-impl EntityType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EntityType::Artifact => "artifact",
-            EntityType::Claim => "claim",
+crate::wire_enum! {
+    /// The presented status of an entity of either kind, where the wire does not say which
+    /// (search hits, manifest items, recall artifact references).
+    pub enum EntityStatus {
+        Active = "active",
+        Forgotten = "forgotten",
+        Superseded = "superseded",
+        Retracted = "retracted",
+        Conflicted = "conflicted",
+    }
+}
+
+impl From<ArtifactStatus> for EntityStatus {
+    fn from(status: ArtifactStatus) -> EntityStatus {
+        match status {
+            ArtifactStatus::Active => EntityStatus::Active,
+            ArtifactStatus::Forgotten => EntityStatus::Forgotten,
         }
     }
 }
 
-/// The six typed edges.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RelationType {
-    DerivedFrom,
-    Supports,
-    Contradicts,
-    /// Source is the new/current entity, target the older one it replaces.
-    Supersedes,
-    References,
-    Duplicates,
+impl From<ClaimStatus> for EntityStatus {
+    fn from(status: ClaimStatus) -> EntityStatus {
+        match status {
+            ClaimStatus::Active => EntityStatus::Active,
+            ClaimStatus::Superseded => EntityStatus::Superseded,
+            ClaimStatus::Retracted => EntityStatus::Retracted,
+            ClaimStatus::Conflicted => EntityStatus::Conflicted,
+        }
+    }
+}
+
+crate::wire_enum! {
+    /// The six typed edges.
+    pub enum RelationType {
+        DerivedFrom = "derived_from",
+        Supports = "supports",
+        Contradicts = "contradicts",
+        /// Source is the new/current entity, target the older one it replaces.
+        Supersedes = "supersedes",
+        References = "references",
+        Duplicates = "duplicates",
+    }
 }
 
 impl RelationType {
-    pub const ALL: [RelationType; 6] = [
-        RelationType::DerivedFrom,
-        RelationType::Supports,
-        RelationType::Contradicts,
-        RelationType::Supersedes,
-        RelationType::References,
-        RelationType::Duplicates,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RelationType::DerivedFrom => "derived_from",
-            RelationType::Supports => "supports",
-            RelationType::Contradicts => "contradicts",
-            RelationType::Supersedes => "supersedes",
-            RelationType::References => "references",
-            RelationType::Duplicates => "duplicates",
-        }
-    }
-
     /// Relations with lifecycle effects; both endpoints must be non-terminal claims.
     pub fn is_claim_lifecycle(self) -> bool {
         matches!(self, RelationType::Contradicts | RelationType::Supersedes)
     }
 }
 
-/// Which edges of an anchor `relation.list` returns.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RelationDirection {
-    /// Edges whose target is the anchor.
-    Incoming,
-    /// Edges whose source is the anchor.
-    Outgoing,
-    #[default]
-    Both,
+crate::wire_enum! {
+    /// Which edges of an anchor `relation.list` returns.
+    #[derive(Default)]
+    pub enum RelationDirection {
+        /// Edges whose target is the anchor.
+        Incoming = "incoming",
+        /// Edges whose source is the anchor.
+        Outgoing = "outgoing",
+        #[default]
+        Both = "both",
+    }
+}
+
+crate::wire_enum! {
+    /// The state of a conflict case: `open` (actionable), `stale` (a side was revised) or
+    /// `resolved` (a side was retracted or superseded; never listed).
+    pub enum ConflictState {
+        Open = "open",
+        Stale = "stale",
+        Resolved = "resolved",
+    }
 }
 
 fn default_list_limit() -> i64 {
     100
 }
 
-#[derive(Clone, Debug, Deserialize)]
+/// The shared fields of a horizon operation's input: how far to look, and why.
+pub trait HorizonInput {
+    fn horizon(&self) -> Horizon;
+    fn reason(&self) -> Option<&str>;
+}
+
+macro_rules! horizon_input {
+    ($($name:ty),+) => {
+        $(impl $crate::protocol::relation::HorizonInput for $name {
+            fn horizon(&self) -> Horizon {
+                self.horizon
+            }
+
+            fn reason(&self) -> Option<&str> {
+                self.reason.as_deref()
+            }
+        })+
+    };
+}
+pub(crate) use horizon_input;
+
+horizon_input!(RelationListInput, ConflictListInput);
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RelationPutInput {
     pub source_type: EntityType,
@@ -92,48 +131,63 @@ pub struct RelationPutInput {
     pub metadata: Map<String, Value>,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+impl Input for RelationPutInput {
+    const OP: Operation = Operation::RelationPut;
+    type Output = MutationResult<RelationRecord>;
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RelationListInput {
     pub entity_type: EntityType,
     pub entity_id: String,
     #[serde(default)]
     pub direction: RelationDirection,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relation: Option<RelationType>,
     #[serde(default)]
     pub horizon: Horizon,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     #[serde(default = "default_list_limit")]
     pub limit: i64,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before_commit_seq: Option<i64>,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+impl Input for RelationListInput {
+    const OP: Operation = Operation::RelationList;
+    type Output = RelationListResult;
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConflictListInput {
     #[serde(default)]
     pub horizon: Horizon,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     #[serde(default)]
     pub include_stale: bool,
     #[serde(default = "default_list_limit")]
     pub limit: i64,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before_case_sequence: Option<i64>,
 }
 
+impl Input for ConflictListInput {
+    const OP: Operation = Operation::ConflictList;
+    type Output = ConflictListResult;
+}
+
 /// One immutable relation row; `context` is its creator's ambient context without pins.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RelationRecord {
-    pub relation_id: String,
-    pub source_type: String,
+    pub relation_id: RelationId,
+    pub source_type: EntityType,
     pub source_id: String,
-    pub relation: String,
-    pub target_type: String,
+    pub relation: RelationType,
+    pub target_type: EntityType,
     pub target_id: String,
     pub metadata: Value,
     pub context: AmbientContext,
@@ -142,26 +196,26 @@ pub struct RelationRecord {
 }
 
 /// `relation.list` result: one page of one-hop edges, newest first.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RelationListResult {
     pub entity_type: EntityType,
     pub entity_id: String,
     pub direction: RelationDirection,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relation: Option<RelationType>,
     pub horizon: Horizon,
     pub relations: Vec<RelationRecord>,
     pub truncated: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_before_commit_seq: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub broaden_hint: Option<String>,
 }
 
 /// One side of a conflict case: the frozen revision and the claim as it is now.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConflictClaimSnapshot {
-    pub claim_id: String,
+    pub claim_id: ClaimId,
     /// The revision that took part in the contradiction, with the current lifecycle status.
     pub frozen: ClaimRecord,
     pub current: ClaimRecord,
@@ -169,33 +223,33 @@ pub struct ConflictClaimSnapshot {
 }
 
 /// One conflict case; `metadata` and `context` are the contradiction relation's.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConflictListItem {
-    pub case_id: String,
-    pub relation_id: String,
-    pub state: String,
+    pub case_id: CaseId,
+    pub relation_id: RelationId,
+    pub state: ConflictState,
     pub source: ConflictClaimSnapshot,
     pub target: ConflictClaimSnapshot,
     pub metadata: Value,
     pub context: AmbientContext,
     pub opened_at: String,
     pub updated_at: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_reason: Option<String>,
     pub opened_commit_seq: i64,
     pub case_sequence: i64,
 }
 
 /// `conflict.list` result: one page of cases, newest first by case sequence.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConflictListResult {
     pub horizon: Horizon,
     pub include_stale: bool,
     pub conflicts: Vec<ConflictListItem>,
     pub truncated: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_before_case_sequence: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub broaden_hint: Option<String>,
 }
 

@@ -6,8 +6,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::relation::EntityType;
-use super::{AmbientContext, Horizon, limits};
+use super::claim::{ClaimType, EvidenceLocator};
+use super::ids::{ArtifactId, ArtifactRevisionId, ClaimId, ClaimRevisionId, RelationId, RevisionId};
+use super::relation::{EntityStatus, EntityType, horizon_input};
+use super::{AmbientContext, Horizon, Input, Label, Operation, limits};
 
 fn yes() -> bool {
     true
@@ -34,7 +36,7 @@ fn default_max_bytes() -> u64 {
 }
 
 /// The `recency` object: whether `bounded_recency_v1` reorders the lexical top-K.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RecencyInput {
     #[serde(default = "yes")]
@@ -47,31 +49,51 @@ impl Default for RecencyInput {
     }
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SearchInput {
     pub query: String,
     #[serde(default)]
     pub horizon: Horizon,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     #[serde(default = "default_search_limit")]
     pub limit: i64,
     #[serde(default)]
     pub include_historical: bool,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_commit_seq: Option<i64>,
     #[serde(default)]
     pub recency: RecencyInput,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+impl SearchInput {
+    /// A search of the ambient horizon with the defaults.
+    pub fn new(query: impl Into<String>) -> SearchInput {
+        SearchInput {
+            query: query.into(),
+            horizon: Horizon::Ambient,
+            reason: None,
+            limit: default_search_limit(),
+            include_historical: false,
+            min_commit_seq: None,
+            recency: RecencyInput::default(),
+        }
+    }
+}
+
+impl Input for SearchInput {
+    const OP: Operation = Operation::Search;
+    type Output = SearchResult;
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RecallInput {
     pub query: String,
     #[serde(default)]
     pub horizon: Horizon,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     #[serde(default = "default_max_claims")]
     pub max_claims: i64,
@@ -79,31 +101,75 @@ pub struct RecallInput {
     pub max_artifact_refs: i64,
     #[serde(default = "default_max_excerpt_bytes")]
     pub max_excerpt_bytes: i64,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_commit_seq: Option<i64>,
     #[serde(default)]
     pub recency: RecencyInput,
 }
 
+impl RecallInput {
+    /// A recall of the ambient horizon with the defaults.
+    pub fn new(query: impl Into<String>) -> RecallInput {
+        RecallInput {
+            query: query.into(),
+            horizon: Horizon::Ambient,
+            reason: None,
+            max_claims: default_max_claims(),
+            max_artifact_refs: default_max_artifact_refs(),
+            max_excerpt_bytes: default_max_excerpt_bytes(),
+            min_commit_seq: None,
+            recency: RecencyInput::default(),
+        }
+    }
+}
+
+impl Input for RecallInput {
+    const OP: Operation = Operation::MemoryRecall;
+    type Output = RecallResult;
+}
+
 /// The search fields, declared one by one, plus the byte budget.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ContextBuildInput {
     pub query: String,
     #[serde(default)]
     pub horizon: Horizon,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     #[serde(default = "default_search_limit")]
     pub limit: i64,
     #[serde(default)]
     pub include_historical: bool,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_commit_seq: Option<i64>,
     #[serde(default)]
     pub recency: RecencyInput,
     #[serde(default = "default_max_bytes")]
     pub max_bytes: u64,
+}
+
+impl Input for ContextBuildInput {
+    const OP: Operation = Operation::ContextBuild;
+    type Output = ContextBundle;
+}
+
+horizon_input!(SearchInput, RecallInput, ContextBuildInput);
+
+impl ContextBuildInput {
+    /// A bundle for `query` at the ambient horizon with the defaults.
+    pub fn new(query: impl Into<String>) -> ContextBuildInput {
+        ContextBuildInput {
+            query: query.into(),
+            horizon: Horizon::Ambient,
+            reason: None,
+            limit: default_search_limit(),
+            include_historical: false,
+            min_commit_seq: None,
+            recency: RecencyInput::default(),
+            max_bytes: default_max_bytes(),
+        }
+    }
 }
 
 impl ContextBuildInput {
@@ -122,9 +188,9 @@ impl ContextBuildInput {
 }
 
 /// How a hit's final position was computed.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SearchRanking {
-    pub policy_version: &'static str,
+    pub policy_version: Label,
     pub recency_enabled: bool,
     pub recency_eligible: bool,
     pub lexical_score: f64,
@@ -135,42 +201,42 @@ pub struct SearchRanking {
     pub final_position: usize,
     pub max_promotion: usize,
     pub effective_at: String,
-    pub effective_at_basis: &'static str,
+    pub effective_at_basis: Label,
     pub evaluated_at: String,
-    pub decay_class: &'static str,
+    pub decay_class: Label,
     /// Why this hit qualified (an extension of v1).
     pub qualification: QualificationInfo,
     /// Citations of near-identical claims collapsed onto this one (an extension of v1).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub collapsed_duplicates: Vec<String>,
 }
 
 /// One content unit of the analysed query.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct QueryUnit {
     /// As written (quotes removed).
     pub unit: String,
     /// `word`, `compound`, `identifier`, `number` or `phrase`.
-    pub kind: &'static str,
+    pub kind: Label,
     /// 2 distinctive, 1 ordinary, 0.5 generic.
     pub weight: f64,
     pub generic: bool,
 }
 
 /// How one unit matched a hit.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct UnitMatchInfo {
     pub unit: String,
     /// `exact`, `inflection`, `fuzzy`, `prefix` or `abbreviation`.
-    pub how: &'static str,
+    pub how: Label,
     /// The word of the hit that matched (the first word of a phrase).
     pub term: String,
 }
 
 /// The disclosed qualification of a hit or near miss.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct QualificationInfo {
-    pub policy_version: &'static str,
+    pub policy_version: Label,
     pub qualified: bool,
     pub units: Vec<QueryUnit>,
     pub required_weight: f64,
@@ -179,14 +245,14 @@ pub struct QualificationInfo {
     /// Why a near miss did not qualify: `no_unit_matched`, `too_few_units`,
     /// `generic_unit_alone` or `corrected_only` (every matched unit was a correction while
     /// other hits matched units as written).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub shortfall: Option<&'static str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shortfall: Option<Label>,
 }
 
 /// The query as the qualification policy read it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct QueryAnalysis {
-    pub policy_version: &'static str,
+    pub policy_version: Label,
     pub units: Vec<QueryUnit>,
     /// Function and question words that count for nothing on their own.
     pub ignored_words: Vec<String>,
@@ -195,72 +261,72 @@ pub struct QueryAnalysis {
     pub stop_words_only: bool,
     pub required_weight: f64,
     /// How to reword when nothing qualified.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub advice: Option<String>,
 }
 
 /// A lexical candidate that did not qualify: never a hit and never counted.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NearMiss {
     pub entity_type: EntityType,
     pub entity_id: String,
-    pub revision_id: String,
+    pub revision_id: RevisionId,
     pub citation: String,
     pub title: String,
     pub excerpt: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub excerpt_citation: Option<String>,
     pub qualification: QualificationInfo,
 }
 
 /// The currentness details the server builds as a claim hit's `provenance`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClaimHitProvenance {
-    pub claim_type: String,
-    pub evidence: Vec<super::claim::EvidenceLocator>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claim_type: ClaimType,
+    pub evidence: Vec<EvidenceLocator>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confidence: Option<f64>,
     pub valid_from: Option<String>,
     pub valid_until: Option<String>,
     pub evaluated_at: String,
     /// `current`, `future` or `expired`.
-    pub temporal_state: &'static str,
+    pub temporal_state: Label,
     pub is_current_revision: bool,
     /// Current revision, non-terminal status, and a `current` temporal state.
     pub is_current: bool,
 }
 
 /// One ranked reference; its title and excerpt are untrusted.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SearchHit {
     pub entity_type: EntityType,
     pub entity_id: String,
-    pub revision_id: String,
-    pub status: String,
+    pub revision_id: RevisionId,
+    pub status: EntityStatus,
     pub title: String,
     pub excerpt: String,
     /// The exact source bytes the excerpt shows (artifacts with text only).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub excerpt_citation: Option<String>,
     pub citation: String,
     pub context: AmbientContext,
     pub score: f64,
     pub ranking: SearchRanking,
-    pub matched_by: Vec<&'static str>,
+    pub matched_by: Vec<Label>,
     /// Stored artifact provenance, or a serialized [`ClaimHitProvenance`].
     pub provenance: Value,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SearchResult {
     pub query: String,
     pub horizon: Horizon,
-    pub retrieval_mode: &'static str,
+    pub retrieval_mode: Label,
     pub hits: Vec<SearchHit>,
     pub truncated: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refine_hint: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub broaden_hint: Option<String>,
     pub query_analysis: QueryAnalysis,
     /// Candidates that matched some units but did not qualify.
@@ -268,87 +334,87 @@ pub struct SearchResult {
 }
 
 /// One open contradiction: `left_id` is the relation's source claim, `right_id` its target.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConflictSummary {
-    pub left_id: String,
-    pub right_id: String,
-    pub relation_id: String,
+    pub left_id: ClaimId,
+    pub right_id: ClaimId,
+    pub relation_id: RelationId,
 }
 
-/// `current`, or `disputed` when an open contradiction involves the claim.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RecallClaimStatus {
-    Current,
-    Disputed,
+crate::wire_enum! {
+    /// `current`, or `disputed` when an open contradiction involves the claim.
+    pub enum RecallClaimStatus {
+        Current = "current",
+        Disputed = "disputed",
+    }
 }
 
-/// What recall found in the searched horizons.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RecallPresence {
-    Claims,
-    ArtifactsOnly,
-    None,
+crate::wire_enum! {
+    /// What recall found in the searched horizons.
+    pub enum RecallPresence {
+        Claims = "claims",
+        ArtifactsOnly = "artifacts_only",
+        None = "none",
+    }
 }
 
 /// One exact evidence citation of a recalled claim, with an optional source preview.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RecallEvidenceReference {
-    pub artifact_id: String,
-    pub revision_id: String,
+    pub artifact_id: ArtifactId,
+    pub revision_id: ArtifactRevisionId,
     pub citation: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_byte: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_byte: Option<u64>,
     pub title: String,
     pub media_type: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub excerpt: Option<String>,
     pub excerpt_truncated: bool,
     /// The exact bytes of the excerpt, when there is one.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub excerpt_citation: Option<String>,
 }
 
 /// A current claim that matched; not a truth score.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RecallClaim {
-    pub claim_id: String,
-    pub revision_id: String,
-    pub claim_type: String,
+    pub claim_id: ClaimId,
+    pub revision_id: ClaimRevisionId,
+    pub claim_type: ClaimType,
     pub status: RecallClaimStatus,
     pub statement: String,
     pub citation: String,
     pub evidence: Vec<RecallEvidenceReference>,
-    pub conflict_relation_ids: Vec<String>,
+    pub conflict_relation_ids: Vec<RelationId>,
     pub score: f64,
-    pub matched_by: Vec<&'static str>,
+    pub matched_by: Vec<Label>,
     pub qualification: QualificationInfo,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub collapsed_duplicates: Vec<String>,
 }
 
 /// A bounded reference to matching source material.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RecallArtifactReference {
-    pub artifact_id: String,
-    pub revision_id: String,
+    pub artifact_id: ArtifactId,
+    pub revision_id: ArtifactRevisionId,
     pub citation: String,
     pub title: String,
-    pub status: String,
+    pub status: EntityStatus,
     pub excerpt: String,
     pub excerpt_truncated: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub excerpt_citation: Option<String>,
     pub score: f64,
-    pub matched_by: Vec<&'static str>,
-    pub risk_signals: Vec<&'static str>,
+    pub matched_by: Vec<Label>,
+    pub risk_signals: Vec<Label>,
     pub qualification: QualificationInfo,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RecallResult {
     pub content_is_untrusted: bool,
     pub query: String,
@@ -359,9 +425,9 @@ pub struct RecallResult {
     pub artifact_refs: Vec<RecallArtifactReference>,
     pub claims_truncated: bool,
     pub artifact_refs_truncated: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claims_refine_hint: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact_refs_refine_hint: Option<String>,
     pub query_analysis: QueryAnalysis,
     /// Candidates that matched some units but did not qualify (never counted in presence).
@@ -369,16 +435,16 @@ pub struct RecallResult {
 }
 
 /// What the bundle included for one retrieved hit.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BundleManifestItem {
     pub citation: String,
     pub entity_type: EntityType,
     pub entity_id: String,
-    pub revision_id: String,
-    pub status: String,
+    pub revision_id: RevisionId,
+    pub status: EntityStatus,
     pub context: AmbientContext,
     pub provenance: Value,
-    pub risk_signals: Vec<&'static str>,
+    pub risk_signals: Vec<Label>,
     /// Bytes of the hit's own excerpt.
     pub source_excerpt_bytes: usize,
     /// Bytes of that excerpt actually rendered; 0 when the placeholder stood in.
@@ -386,14 +452,14 @@ pub struct BundleManifestItem {
     pub excerpt_available: bool,
     pub excerpt_truncated: bool,
     /// The exact source bytes of the hit's excerpt (artifacts with text only).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub excerpt_citation: Option<String>,
     /// Why the item is in the bundle, e.g. `retrieved by fts5_bm25 + bounded_recency_v1`.
     pub reason: String,
 }
 
 /// `context.build` result: byte-bounded Markdown and the manifest of what it holds.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ContextBundle {
     pub content_is_untrusted: bool,
     pub query: String,
@@ -403,9 +469,9 @@ pub struct ContextBundle {
     /// Included hits only, in rendered order.
     pub manifest: Vec<BundleManifestItem>,
     pub retrieval_truncated: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refine_hint: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub broaden_hint: Option<String>,
     /// Hits left out by the byte budget, and nothing else.
     pub omitted_count: usize,

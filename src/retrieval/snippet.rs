@@ -46,7 +46,7 @@ pub struct Excerpt {
 }
 
 /// The weight of one unit in window scoring: a distinct unit of weight 1 scores
-/// [`DISTINCT_HIT_SCORE`]; weights are in those units.
+/// `DISTINCT_HIT_SCORE` (1000); weights are in those units.
 pub fn unit_score(weight: f64) -> usize {
     (weight * DISTINCT_HIT_SCORE as f64).round() as usize
 }

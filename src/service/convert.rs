@@ -1,4 +1,6 @@
-//! Store rows to wire records: the one place rows become protocol types.
+//! Store rows to wire records: the one place rows of `store::{artifact, claim, relation}`
+//! become their protocol records, and owners become contexts. (Retrieval results are
+//! assembled from rows in `ops/search.rs`, `ops/recall.rs` and `ops/context_build.rs`.)
 
 use serde_json::Value;
 
@@ -44,7 +46,7 @@ pub fn artifact_record(row: &ArtifactRow, content: Option<ArtifactContent>) -> A
         content,
         blob_hash: row.blob_hash.clone(),
         size_bytes: row.size_bytes,
-        status: row.status.clone(),
+        status: row.status,
         context: owner_context(&row.owner),
         provenance: serde_json::from_str(&row.provenance_json).unwrap_or(Value::Object(Default::default())),
         actor: row.actor.clone(),
@@ -55,22 +57,9 @@ pub fn artifact_record(row: &ArtifactRow, content: Option<ArtifactContent>) -> A
     }
 }
 
+/// An evidence locator as stored, for the wire (the two are one type).
 pub fn evidence_locator(evidence: &EvidenceRef) -> EvidenceLocator {
-    EvidenceLocator {
-        artifact_id: evidence.artifact_id.clone(),
-        revision_id: evidence.revision_id.clone(),
-        start_byte: evidence.start_byte,
-        end_byte: evidence.end_byte,
-    }
-}
-
-pub fn evidence_ref(locator: &EvidenceLocator) -> EvidenceRef {
-    EvidenceRef {
-        artifact_id: locator.artifact_id.clone(),
-        revision_id: locator.revision_id.clone(),
-        start_byte: locator.start_byte,
-        end_byte: locator.end_byte,
-    }
+    evidence.clone()
 }
 
 pub fn claim_record(row: &ClaimRow) -> ClaimRecord {
@@ -78,11 +67,11 @@ pub fn claim_record(row: &ClaimRow) -> ClaimRecord {
         claim_id: row.claim_id.clone(),
         revision_id: row.revision_id.clone(),
         revision_number: row.revision_number,
-        claim_type: row.claim_type.clone(),
-        status: row.status.clone(),
+        claim_type: row.claim_type,
+        status: row.status,
         statement: row.statement.clone(),
         confidence: row.confidence,
-        evidence: row.evidence().iter().map(evidence_locator).collect(),
+        evidence: row.evidence(),
         valid_from: row.valid_from.as_deref().map(db_to_wire),
         valid_until: row.valid_until.as_deref().map(db_to_wire),
         context: owner_context(&row.owner),
@@ -102,10 +91,10 @@ pub fn stored_object(json: &str) -> Value {
 pub fn relation_record(row: &RelationRow) -> RelationRecord {
     RelationRecord {
         relation_id: row.relation_id.clone(),
-        source_type: row.source_type.clone(),
+        source_type: row.source_type,
         source_id: row.source_id.clone(),
-        relation: row.relation.clone(),
-        target_type: row.target_type.clone(),
+        relation: row.relation,
+        target_type: row.target_type,
         target_id: row.target_id.clone(),
         metadata: stored_object(&row.metadata_json),
         context: owner_context(&row.owner),

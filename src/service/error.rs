@@ -10,19 +10,19 @@ use crate::store::portable::ArchiveError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServiceError {
-    #[error("invalid request: {0}")]
+    #[error("{}: {}", ErrorCode::InvalidRequest.prefix(), .0)]
     InvalidRequest(String),
-    #[error("content exceeds the configured size limit: {0}")]
+    #[error("{}: {}", ErrorCode::ContentTooLarge.prefix(), .0)]
     ContentTooLarge(String),
-    #[error("no ambient context: {0} needs a workspace and project")]
+    #[error("{}: {} needs a workspace and project", ErrorCode::NoAmbientContext.prefix(), .0)]
     NoAmbientContext(&'static str),
-    #[error("unsupported protocol version {0}")]
+    #[error("{} {}", ErrorCode::UnsupportedVersion.prefix(), .0)]
     UnsupportedVersion(u64),
-    #[error("configuration error: {0}")]
+    #[error("{}: {}", ErrorCode::ConfigError.prefix(), .0)]
     Config(String),
-    #[error("integrity check failed: {0}")]
+    #[error("{}: {}", ErrorCode::IntegrityError.prefix(), .0)]
     Integrity(String),
-    #[error("internal error: {0}")]
+    #[error("{}: {}", ErrorCode::InternalError.prefix(), .0)]
     Internal(String),
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -5,7 +5,8 @@
 //! `{"context", "input", "op", "v"}`. `request_id`, `idempotency_key` and `context_source`
 //! are not part of a request's identity.
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::protocol::{AmbientContext, Request};
 use crate::store::idempotency::IdempotencyKey;
@@ -21,16 +22,31 @@ pub fn namespace(context: &AmbientContext) -> String {
     blake3::hash(material.as_bytes()).to_hex()[..32].to_owned()
 }
 
-/// The fingerprint of a request's identity-bearing fields.
+/// The canonical identity document, its keys in sorted order.
+#[derive(Serialize)]
+struct Canonical<'a> {
+    context: Option<Value>,
+    input: &'a Value,
+    op: &'static str,
+    v: u64,
+}
+
+/// The fingerprint of a request's identity-bearing fields: BLAKE3 of the compact JSON
+/// `{"context","input","op","v"}` with keys sorted at every depth (serde_json's map keeps
+/// them sorted), streamed into the hash without building the text.
 pub fn fingerprint(request: &Request) -> String {
-    // serde_json's map keeps keys sorted, so this is canonical at every depth.
-    let canonical = json!({
-        "context": request.context.as_ref().map(|c| serde_json::to_value(c).unwrap_or(Value::Null)),
-        "input": request.input,
-        "op": request.op.wire_name(),
-        "v": request.v,
-    });
-    blake3::hash(canonical.to_string().as_bytes()).to_hex().to_string()
+    let canonical = Canonical {
+        context: request
+            .context
+            .as_ref()
+            .map(|c| serde_json::to_value(c).unwrap_or(Value::Null)),
+        input: &request.input,
+        op: request.op.wire_name(),
+        v: request.v,
+    };
+    let mut hasher = blake3::Hasher::new();
+    serde_json::to_writer(&mut hasher, &canonical).expect("hashing never fails and a Value always serializes");
+    hasher.finalize().to_hex().to_string()
 }
 
 /// The scoped key and fingerprint of a mutation request with a context and a key.
@@ -45,6 +61,7 @@ pub fn key_for(request: &Request, context: &AmbientContext, caller_key: &str) ->
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
+    use serde_json::json;
 
     use super::*;
     use crate::protocol::Operation;
@@ -67,7 +84,7 @@ mod tests {
 
     #[test]
     fn request_id_and_key_do_not_change_the_fingerprint_but_input_does() {
-        let mut a = Request::new("req_1", Operation::ArtifactPut, json!({"kind": "k", "title": "t"}));
+        let mut a = Request::raw("req_1", Operation::ArtifactPut, json!({"kind": "k", "title": "t"}));
         a.context = Some(context(None));
         let mut b = a.clone();
         b.request_id = "req_2".into();
@@ -78,11 +95,34 @@ mod tests {
     }
 
     #[test]
+    fn the_streamed_fingerprint_hashes_exactly_the_canonical_json_text() {
+        let mut request = Request::raw(
+            "r",
+            Operation::ArtifactPut,
+            json!({"title": "é \"q\"", "kind": "k", "content": {"type": "text", "data": "x\u{0}"}, "n": [1, -2, 3.5]}),
+        );
+        for context in [None, Some(context(Some("tsk_a")))] {
+            request.context = context;
+            let text = json!({
+                "context": request.context.as_ref().map(|c| serde_json::to_value(c).unwrap()),
+                "input": request.input,
+                "op": request.op.wire_name(),
+                "v": request.v,
+            })
+            .to_string();
+            assert_eq!(
+                fingerprint(&request),
+                blake3::hash(text.as_bytes()).to_hex().to_string()
+            );
+        }
+    }
+
+    #[test]
     fn key_order_in_the_input_does_not_change_the_fingerprint() {
         let a: Value = serde_json::from_str(r#"{"a":1,"b":{"y":2,"x":3}}"#).unwrap();
         let b: Value = serde_json::from_str(r#"{"b":{"x":3,"y":2},"a":1}"#).unwrap();
-        let ra = Request::new("r", Operation::ClaimAssert, a);
-        let rb = Request::new("r", Operation::ClaimAssert, b);
+        let ra = Request::raw("r", Operation::ClaimAssert, a);
+        let rb = Request::raw("r", Operation::ClaimAssert, b);
         assert_eq!(fingerprint(&ra), fingerprint(&rb));
     }
 
@@ -259,7 +299,7 @@ mod tests {
             other in id(),
         ) {
             let context = AmbientContext { workspace_id: ws, project_id: prj, task_id: task, component, pins };
-            let mut a = Request::new("r", Operation::ClaimAssert, json!({"statement": "s"}));
+            let mut a = Request::raw("r", Operation::ClaimAssert, json!({"statement": "s"}));
             a.context = Some(context.clone());
             let mut b = a.clone();
             let c = b.context.as_mut().unwrap();

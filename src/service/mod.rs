@@ -11,6 +11,7 @@
 mod convert;
 mod error;
 pub mod idempotency;
+mod in_process;
 mod ops;
 mod validate;
 
@@ -21,11 +22,14 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub use error::{ServiceError, error_body};
+pub use in_process::InProcess;
 pub(crate) use ops::portable::import_result;
 
+use crate::protocol::document::{self, Document};
+use crate::protocol::relation::HorizonInput;
 use crate::protocol::{
-    AmbientContext, Horizon, Operation, PROTOCOL_VERSION, Request, ResolvedContext, Response, TRANSPORT_REQUEST_ID,
-    Warning,
+    AmbientContext, ContextSource, Horizon, Operation, PROTOCOL_VERSION, Request, ResolvedContext, Response,
+    TRANSPORT_REQUEST_ID, Warning,
 };
 use crate::protocol::{limits, schema};
 use crate::store::Store;
@@ -93,41 +97,61 @@ pub(crate) fn to_value(value: impl Serialize) -> Result<Value, ServiceError> {
     serde_json::to_value(value).map_err(|e| ServiceError::Internal(format!("could not encode result: {e}")))
 }
 
-/// One request being served.
-pub(crate) struct Call<'a> {
-    pub request: &'a Request,
+/// One request being served: its envelope (the input travels separately, decoded once).
+pub(crate) struct Call {
+    pub envelope: Request<()>,
+    /// The namespaced key of a mutation, fingerprinted before the input was decoded.
+    key: Option<IdempotencyKey>,
 }
 
-impl Call<'_> {
+impl Call {
     pub fn op(&self) -> Operation {
-        self.request.op
+        self.envelope.op
+    }
+
+    pub fn context_source(&self) -> ContextSource {
+        self.envelope.context_source
     }
 
     /// The ambient context, required by context-bearing operations (checked before dispatch).
     pub fn context(&self) -> Result<&AmbientContext, ServiceError> {
-        self.request
+        self.envelope
             .context
             .as_ref()
-            .ok_or(ServiceError::NoAmbientContext(self.request.op.wire_name()))
+            .ok_or(ServiceError::NoAmbientContext(self.envelope.op.wire_name()))
     }
 
     /// The namespaced idempotency key of a mutation.
     pub fn idempotency_key(&self) -> Result<IdempotencyKey, ServiceError> {
-        let context = self.context()?;
-        let key = self.request.idempotency_key.as_deref().unwrap_or_default();
-        Ok(idempotency::key_for(self.request, context, key))
-    }
-
-    /// Decodes the typed input of this operation.
-    pub fn input<T: DeserializeOwned>(&self) -> Result<T, ServiceError> {
-        decode_input(self.request.op, &self.request.input)
+        self.context()?;
+        self.key
+            .clone()
+            .ok_or(ServiceError::NoAmbientContext(self.envelope.op.wire_name()))
     }
 }
 
-/// Validates and decodes an operation input, naming the failing field.
-pub(crate) fn decode_input<T: DeserializeOwned>(op: Operation, input: &Value) -> Result<T, ServiceError> {
-    schema::validate_input(op, input).map_err(|v| ServiceError::invalid(format!("invalid input for {op}: {v}")))?;
-    serde_json::from_value(input.clone()).map_err(|e| ServiceError::invalid(format!("invalid input for {op}: {e}")))
+/// Validates an operation input against its schema and decodes it, naming the failing
+/// field. The value is consumed: strings move into the typed input, nothing is copied.
+pub(crate) fn decode_input<T: DeserializeOwned>(op: Operation, input: Value) -> Result<T, ServiceError> {
+    if !input.is_object() {
+        return Err(ServiceError::invalid(format!(
+            "invalid input for {op}: expected an object, found {}",
+            kind_of(&input)
+        )));
+    }
+    schema::validate_input(op, &input).map_err(|v| ServiceError::invalid(format!("invalid input for {op}: {v}")))?;
+    serde_json::from_value(input).map_err(|e| ServiceError::invalid(format!("invalid input for {op}: {e}")))
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null (send {} for an operation without parameters)",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 impl Service {
@@ -161,9 +185,38 @@ impl Service {
     /// Serves one raw request (a JSON document). Malformed JSON gets an `INVALID_REQUEST`
     /// envelope; when the document is an object with a string `request_id`, that id is
     /// echoed, otherwise `fallback_request_id` is used.
+    ///
+    /// A document that repeats an object key anywhere is refused with `INVALID_REQUEST`
+    /// naming the key (see [`document`]), before anything else is checked.
     pub fn handle_json(&self, bytes: &[u8], fallback_request_id: &str) -> Response {
-        match serde_json::from_slice::<Value>(bytes) {
-            Ok(value) => self.handle_value(value, fallback_request_id),
+        self.handle_document(document::parse(bytes), fallback_request_id)
+    }
+
+    /// [`Service::handle_json`] for a request body the caller hands over: the bytes are freed
+    /// as soon as they are parsed, so a large request is not held twice while it is served.
+    pub fn handle_body(&self, body: Vec<u8>, fallback_request_id: &str) -> Response {
+        let parsed = document::parse(&body);
+        drop(body);
+        self.handle_document(parsed, fallback_request_id)
+    }
+
+    fn handle_document(&self, parsed: Result<Document, serde_json::Error>, fallback_request_id: &str) -> Response {
+        match parsed {
+            Ok(Document { value, duplicate: None }) => self.handle_value(value, fallback_request_id),
+            Ok(Document {
+                value,
+                duplicate: Some(duplicate),
+            }) => {
+                let request_id = if duplicate.is_request_id() {
+                    fallback_request_id
+                } else {
+                    request_id_of(&value, fallback_request_id)
+                };
+                failure(
+                    request_id,
+                    ServiceError::invalid(format!("invalid request JSON: {duplicate}")),
+                )
+            }
             Err(e) => failure(
                 fallback_request_id,
                 ServiceError::invalid(format!("invalid request JSON: {e}")),
@@ -173,12 +226,7 @@ impl Service {
 
     /// Serves one request given as a JSON value (see [`Service::handle_json`]).
     pub fn handle_value(&self, value: Value, fallback_request_id: &str) -> Response {
-        let request_id = value
-            .get("request_id")
-            .and_then(Value::as_str)
-            .filter(|id| !id.is_empty() && id.len() <= limits::MAX_REQUEST_ID_BYTES)
-            .unwrap_or(fallback_request_id)
-            .to_owned();
+        let request_id = request_id_of(&value, fallback_request_id).to_owned();
         if !value.is_object() {
             return failure(&request_id, ServiceError::invalid("the request must be a JSON object"));
         }
@@ -213,56 +261,80 @@ impl Service {
     /// `fallback_request_id` instead, as for a malformed request, so an invalid id is
     /// never echoed.
     fn respond(&self, request: Request, fallback_request_id: &str) -> Response {
-        match self.serve(&request) {
+        let request_id = request.request_id.clone();
+        let context = request.context.clone();
+        let source = request.context_source;
+        match self.serve(request) {
             Ok(output) => {
-                let mut response = Response::success(&request.request_id, output.result);
+                let mut response = Response::success(request_id, output.result);
                 response.commit_seq = output.commit_seq;
                 response.warnings = output.warnings;
-                response.context = request
-                    .context
+                response.context = context
                     .as_ref()
-                    .map(|context| ResolvedContext::new(context, request.context_source, output.horizon));
+                    .map(|context| ResolvedContext::new(context, source, output.horizon));
                 response
             }
             Err(error) => {
-                let id = &request.request_id;
-                let valid = !id.is_empty() && id.len() <= limits::MAX_REQUEST_ID_BYTES;
-                failure(if valid { id } else { fallback_request_id }, error)
+                let valid = !request_id.is_empty() && request_id.len() <= limits::MAX_REQUEST_ID_BYTES;
+                failure(if valid { &request_id } else { fallback_request_id }, error)
             }
         }
     }
 
-    fn serve(&self, request: &Request) -> Result<Output, ServiceError> {
-        check_envelope(request)?;
-        let op = request.op;
-        let mut horizon = Horizon::Ambient;
-        if op.supports_explicit_horizon() {
-            ops::precheck_input(op, &request.input)?;
-            horizon = request_horizon(&request.input)?;
-            // A reason is bounded at every horizon, not only where it is required.
-            let reason = request.input.get("reason").and_then(Value::as_str).unwrap_or("");
-            if reason.len() > limits::MAX_REASON_BYTES {
-                return Err(ServiceError::invalid(format!(
-                    "reason must not exceed {} bytes",
-                    limits::MAX_REASON_BYTES
-                )));
+    /// The envelope rules in their fixed order, then the operation. The input is decoded
+    /// exactly once: early for horizon operations (their input errors come before
+    /// `NO_AMBIENT_CONTEXT`), after the context check for the others.
+    fn serve(&self, request: Request) -> Result<Output, ServiceError> {
+        check_envelope(&request)?;
+        let key = match (&request.context, &request.idempotency_key) {
+            (Some(context), Some(key)) if request.op.is_mutating() => {
+                Some(idempotency::key_for(&request, context, key))
             }
-        }
-        if op.needs_context() && request.context.is_none() {
-            return Err(ServiceError::NoAmbientContext(op.wire_name()));
-        }
-        if horizon.is_broad() {
-            let reason = request.input.get("reason").and_then(Value::as_str).unwrap_or("");
-            if reason.trim().is_empty() {
-                return Err(ServiceError::invalid(
-                    "workspace and personal horizons require a non-empty reason",
-                ));
-            }
-        }
-        let call = Call { request };
-        let output = ops::dispatch(self, &call)?;
-        Ok(output.with_horizon(horizon))
+            _ => None,
+        };
+        let (envelope, input) = request.split();
+        let call = Call { envelope, key };
+        ops::dispatch(self, &call, input)
     }
+}
+
+/// Runs a horizon operation: its input decoded (and the reason bounded) before the context
+/// check, a broad horizon's reason required, and the horizon echoed in the response context.
+pub(crate) fn with_horizon<I: DeserializeOwned + HorizonInput>(
+    call: &Call,
+    input: Value,
+    run: impl FnOnce(I) -> Result<Output, ServiceError>,
+) -> Result<Output, ServiceError> {
+    let input: I = decode_input(call.op(), input)?;
+    let horizon = input.horizon();
+    let reason = input.reason().unwrap_or("");
+    // A reason is bounded at every horizon, not only where it is required.
+    if reason.len() > limits::MAX_REASON_BYTES {
+        return Err(ServiceError::invalid(format!(
+            "reason must not exceed {} bytes",
+            limits::MAX_REASON_BYTES
+        )));
+    }
+    call.context()?;
+    if horizon.is_broad() && reason.trim().is_empty() {
+        return Err(ServiceError::invalid(
+            "workspace and personal horizons require a non-empty reason",
+        ));
+    }
+    Ok(run(input)?.with_horizon(horizon))
+}
+
+/// Runs an operation without a horizon: the context check (when it needs one), then its
+/// input decoded.
+pub(crate) fn plain<I: DeserializeOwned>(
+    call: &Call,
+    input: Value,
+    run: impl FnOnce(I) -> Result<Output, ServiceError>,
+) -> Result<Output, ServiceError> {
+    if call.op().needs_context() {
+        call.context()?;
+    }
+    run(decode_input(call.op(), input)?)
 }
 
 /// Envelope bounds in a fixed order: request id, context, idempotency key.
@@ -327,12 +399,13 @@ fn check_context(context: &AmbientContext) -> Result<(), ServiceError> {
     Ok(())
 }
 
-fn request_horizon(input: &Value) -> Result<Horizon, ServiceError> {
-    match input.get("horizon") {
-        None | Some(Value::Null) => Ok(Horizon::Ambient),
-        Some(value) => serde_json::from_value(value.clone())
-            .map_err(|_| ServiceError::invalid("horizon must be one of ambient, workspace, personal")),
-    }
+/// The document's own `request_id` when it is a string of 1..=256 bytes, else the fallback.
+pub fn request_id_of<'a>(document: &'a Value, fallback_request_id: &'a str) -> &'a str {
+    document
+        .get("request_id")
+        .and_then(Value::as_str)
+        .filter(|id| !id.is_empty() && id.len() <= limits::MAX_REQUEST_ID_BYTES)
+        .unwrap_or(fallback_request_id)
 }
 
 fn failure(request_id: &str, error: ServiceError) -> Response {

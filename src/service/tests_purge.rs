@@ -142,3 +142,111 @@ fn a_replayed_acknowledgement_of_a_purged_artifact_says_it_was_purged() {
         replay.warnings
     );
 }
+
+/// The browsing, purge and export/import extensions decode into their typed outputs through
+/// the typed client, so an in-crate client (MCP, inspector, CLI) never reads them as loose JSON.
+mod typed {
+    use crate::client::Exchange;
+    use crate::protocol::artifact::{ArtifactContent, ArtifactPutInput, ArtifactStatus};
+    use crate::protocol::browse::{ArtifactListInput, ClaimListInput, EventEntityType, EventListInput, TemporalState};
+    use crate::protocol::claim::{ClaimAssertInput, ClaimType};
+    use crate::protocol::purge::{ArtifactPurgeInput, ImportInput, ImportMode};
+    use crate::protocol::relation::EntityType;
+    use crate::protocol::{AmbientContext, ContextSource, Horizon, Input, Request, RequestId};
+    use crate::service::{InProcess, Service};
+
+    fn request<I: Input>(input: I) -> Request<I> {
+        let request = Request::new(RequestId::generate(), input).with_context(
+            AmbientContext::project("wsp_typed", "prj_typed"),
+            ContextSource::Explicit,
+        );
+        if I::OP.is_mutating() {
+            request.with_idempotency_key(format!("key-{}", RequestId::generate()))
+        } else {
+            request
+        }
+    }
+
+    #[test]
+    fn the_extensions_decode_into_their_typed_outputs_through_the_typed_client() {
+        let dir = tempfile::tempdir().unwrap();
+        let client = InProcess::new(Service::open(&dir.path().join("data")).unwrap());
+        let put = ArtifactPutInput {
+            kind: "note".to_owned(),
+            title: "Typed notes".to_owned(),
+            media_type: "text/plain".to_owned(),
+            content: ArtifactContent::Text("The ledger lives in SQLite.".to_owned()),
+            provenance: Default::default(),
+            actor: None,
+        };
+        let put = client.exchange(&request(put)).unwrap().result.unwrap();
+        let assert = ClaimAssertInput {
+            claim_type: ClaimType::Fact,
+            statement: "The ledger lives in SQLite".to_owned(),
+            confidence: None,
+            evidence: Vec::new(),
+            valid_from: None,
+            valid_until: None,
+            actor: None,
+        };
+        client.exchange(&request(assert)).unwrap().result.unwrap();
+
+        let artifacts = ArtifactListInput {
+            horizon: Horizon::Ambient,
+            reason: None,
+            kind: None,
+            status: Some(ArtifactStatus::Active),
+            limit: 10,
+            before_commit_seq: None,
+        };
+        let artifacts = client.exchange(&request(artifacts)).unwrap().result.unwrap();
+        assert_eq!(artifacts.total, 1);
+        assert_eq!(artifacts.artifacts[0].artifact_id, put.record.artifact_id);
+
+        let claims = ClaimListInput {
+            horizon: Horizon::Ambient,
+            reason: None,
+            claim_type: Some(ClaimType::Fact),
+            status: None,
+            temporal_state: Some(TemporalState::Current),
+            cites_artifact_id: None,
+            cites_revision_id: None,
+            revisions: Default::default(),
+            limit: 10,
+            before_commit_seq: None,
+        };
+        let claims = client.exchange(&request(claims)).unwrap().result.unwrap();
+        assert_eq!(claims.claims.len(), 1);
+        assert_eq!(claims.claims[0].temporal_state, TemporalState::Current);
+        assert!(claims.claims[0].is_current_revision);
+
+        let events = EventListInput {
+            horizon: Horizon::Ambient,
+            reason: None,
+            entity_type: Some(EventEntityType::Artifact),
+            entity_id: None,
+            limit: 10,
+            before_commit_seq: None,
+        };
+        let events = client.exchange(&request(events)).unwrap().result.unwrap();
+        assert_eq!(events.events.len(), 1);
+        assert_eq!(events.events[0].entity_type, EventEntityType::Artifact);
+
+        let purge = ArtifactPurgeInput {
+            artifact_id: put.record.artifact_id.clone(),
+            reason: "typed test".to_owned(),
+            actor: None,
+        };
+        let purged = client.exchange(&request(purge)).unwrap().result.unwrap();
+        assert_eq!(purged.entity_type, EntityType::Artifact);
+        assert_eq!(purged.state, "purged");
+        assert!(purged.created);
+
+        let import = ImportInput {
+            source: dir.path().join("no-such-archive").display().to_string(),
+            mode: ImportMode::Merge,
+        };
+        let refused = client.send(&request(import)).unwrap();
+        assert!(!refused.ok, "importing a missing archive must fail");
+    }
+}

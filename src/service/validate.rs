@@ -46,6 +46,15 @@ pub fn cursor(field: &str, value: Option<i64>) -> Result<Option<i64>, ServiceErr
     }
 }
 
+/// A history cursor: an exclusive revision number. At or below 1 (0 included) it validly
+/// selects an empty final page; only a negative number is refused.
+pub fn history_cursor(field: &str, value: Option<i64>) -> Result<Option<i64>, ServiceError> {
+    match value {
+        Some(v) if v < 0 => Err(ServiceError::invalid(format!("{field} must be at least 0, got {v}"))),
+        other => Ok(other),
+    }
+}
+
 /// A JSON object stored as untrusted reference data, bounded by its encoded size.
 pub fn metadata(field: &str, value: &serde_json::Map<String, serde_json::Value>) -> Result<String, ServiceError> {
     let encoded = serde_json::Value::Object(value.clone()).to_string();
@@ -69,8 +78,9 @@ pub fn media_type(value: &str) -> Result<&str, ServiceError> {
     Ok(value)
 }
 
-/// Decodes tagged content to raw bytes, enforcing the encoded and raw size limits.
-pub fn content(content: &ArtifactContent) -> Result<Vec<u8>, ServiceError> {
+/// Decodes tagged content to raw bytes, enforcing the encoded and raw size limits. Text is
+/// moved into the bytes, not copied.
+pub fn content(content: ArtifactContent) -> Result<Vec<u8>, ServiceError> {
     let too_large = || {
         ServiceError::ContentTooLarge(format!(
             "content must not exceed {} raw bytes ({} encoded bytes)",
@@ -83,7 +93,7 @@ pub fn content(content: &ArtifactContent) -> Result<Vec<u8>, ServiceError> {
             if text.len() > limits::MAX_ARTIFACT_BYTES {
                 return Err(too_large());
             }
-            text.as_bytes().to_vec()
+            text.into_bytes()
         }
         ArtifactContent::Base64(data) => {
             if data.len() > limits::MAX_ENCODED_CONTENT_BYTES {
@@ -145,7 +155,7 @@ mod tests {
     fn base64_with_nul_and_invalid_utf8_round_trips_as_base64() {
         let bytes = vec![0u8, 0xff, 0xfe, b'a', 0];
         let encoded = base64::engine::general_purpose::STANDARD.encode(&bytes);
-        let decoded = content(&ArtifactContent::Base64(encoded.clone())).unwrap();
+        let decoded = content(ArtifactContent::Base64(encoded.clone())).unwrap();
         assert_eq!(decoded, bytes);
         assert_eq!(encode_content("text/plain", decoded), ArtifactContent::Base64(encoded));
     }
@@ -154,12 +164,12 @@ mod tests {
     fn exactly_the_raw_limit_is_accepted_and_one_byte_more_is_too_large() {
         let at_limit = "a".repeat(limits::MAX_ARTIFACT_BYTES);
         assert_eq!(
-            content(&ArtifactContent::Text(at_limit)).unwrap().len(),
+            content(ArtifactContent::Text(at_limit)).unwrap().len(),
             limits::MAX_ARTIFACT_BYTES
         );
         let over = "a".repeat(limits::MAX_ARTIFACT_BYTES + 1);
         assert!(matches!(
-            content(&ArtifactContent::Text(over)),
+            content(ArtifactContent::Text(over)),
             Err(ServiceError::ContentTooLarge(_))
         ));
     }

@@ -5,13 +5,17 @@
 //! and is referenced by the digest of its raw bytes. Every revision gets exactly one
 //! `artifact_fts` row (rowid = revision `seq`) in the same transaction.
 
-use rusqlite::{Connection, OptionalExtension, params};
-use serde_json::json;
+use rusqlite::{Connection, params};
 
+use super::Tx;
 use super::error::{StoreError, StoreResult};
+use super::revisioned::{self, RevisionRow, Revisioned};
 use super::scope::{Owner, owner_from_row};
-use super::{Tx, new_id};
 use crate::blob::{self, BlobPin, BlobStore, Digest, Encoding, codec};
+use crate::protocol::Operation;
+use crate::protocol::artifact::ArtifactStatus;
+use crate::protocol::ids::{ArtifactId, ArtifactRevisionId};
+use crate::protocol::relation::EntityType;
 
 /// Where a revision's bytes live: the digest and size of the raw bytes and, when small, the
 /// bytes as stored inline.
@@ -69,8 +73,8 @@ impl BlobRef {
 #[derive(Clone, Debug)]
 pub struct ArtifactRow {
     pub seq: i64,
-    pub artifact_id: String,
-    pub revision_id: String,
+    pub artifact_id: ArtifactId,
+    pub revision_id: ArtifactRevisionId,
     pub revision_number: i64,
     pub kind: String,
     pub title: String,
@@ -81,7 +85,7 @@ pub struct ArtifactRow {
     pub inline_blob: Option<Vec<u8>>,
     /// The persisted [`Encoding`] code of `inline_blob`.
     pub inline_encoding: i64,
-    pub status: String,
+    pub status: ArtifactStatus,
     pub owner: Owner,
     pub provenance_json: String,
     pub actor: Option<String>,
@@ -89,14 +93,48 @@ pub struct ArtifactRow {
     pub revision_created_at: String,
     pub revision_commit_seq: i64,
     pub forgotten_reason: Option<String>,
-    pub current_revision_id: String,
+    pub current_revision_id: ArtifactRevisionId,
     /// Whether `artifact.purge` erased this revision's content (see [`super::purge`]).
     pub purged: bool,
+}
+
+impl RevisionRow for ArtifactRow {
+    fn entity_id(&self) -> &str {
+        &self.artifact_id
+    }
+
+    fn revision_id(&self) -> &str {
+        &self.revision_id
+    }
+
+    fn revision_number(&self) -> i64 {
+        self.revision_number
+    }
+
+    fn owner(&self) -> &Owner {
+        &self.owner
+    }
+
+    fn seq(&self) -> i64 {
+        self.seq
+    }
+
+    fn current_revision_id(&self) -> &str {
+        &self.current_revision_id
+    }
+
+    fn purged(&self) -> bool {
+        self.purged
+    }
 }
 
 impl ArtifactRow {
     pub fn is_current_revision(&self) -> bool {
         self.revision_id == self.current_revision_id
+    }
+
+    pub fn is_forgotten(&self) -> bool {
+        self.status == ArtifactStatus::Forgotten
     }
 
     /// Reads, decodes and verifies the revision's raw bytes (inline or CAS); a purged
@@ -177,192 +215,130 @@ pub fn is_indexable_media_type(media_type: &str) -> bool {
         )
 }
 
-/// The text indexed for a revision body, or `None` when only the title is searchable.
-pub fn body_text(media_type: &str, bytes: &[u8]) -> Option<String> {
-    is_indexable_media_type(media_type).then(|| String::from_utf8_lossy(bytes).into_owned())
-}
-
-/// A new artifact or revision, fully validated by the caller.
+/// A new artifact or revision, fully validated by the caller. The raw content travels
+/// with it (moved, never copied): the FTS body is read from it inside the transaction.
 #[derive(Clone, Debug)]
 pub struct NewRevision {
     pub title: String,
     pub media_type: String,
     pub blob: BlobRef,
-    pub body_text: Option<String>,
+    /// The raw bytes, indexed as text when `media_type` is indexable.
+    pub content: Vec<u8>,
     pub provenance_json: String,
     pub actor: Option<String>,
 }
 
+impl NewRevision {
+    /// The text indexed for the body, or `None` when only the title is searchable.
+    pub fn body_text(&self) -> Option<std::borrow::Cow<'_, str>> {
+        is_indexable_media_type(&self.media_type).then(|| String::from_utf8_lossy(&self.content))
+    }
+}
+
+/// Artifacts as a [`Revisioned`] entity.
+pub struct Artifacts;
+
+impl Revisioned for Artifacts {
+    type Row = ArtifactRow;
+    type NewRevision = NewRevision;
+
+    const ENTITY: EntityType = EntityType::Artifact;
+    const TABLE: &'static str = "artifacts";
+    const ALIAS: &'static str = "a";
+    const REVISIONS: &'static str = "artifact_revisions";
+    const PARENT: &'static str = "artifact_id";
+    const CREATE: Operation = Operation::ArtifactPut;
+    const REVISE: Operation = Operation::ArtifactRevise;
+    const CLOSE: Operation = Operation::ArtifactForget;
+    const CLOSED_STATUS: &'static str = ArtifactStatus::Forgotten.as_str();
+    const CLOSED_REASON: &'static str = "forgotten_reason";
+
+    fn columns() -> &'static str {
+        COLUMNS
+    }
+
+    fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ArtifactRow> {
+        row(r)
+    }
+
+    fn actor(new: &NewRevision) -> Option<&str> {
+        new.actor.as_deref()
+    }
+
+    fn insert_revision(
+        tx: &Tx<'_>,
+        artifact_id: &str,
+        number: i64,
+        new: &NewRevision,
+        commit_seq: i64,
+    ) -> StoreResult<String> {
+        let revision_id = ArtifactRevisionId::generate();
+        let body = new.body_text();
+        tx.conn()
+            .prepare_cached(
+                "INSERT INTO artifact_revisions (id, artifact_id, revision_number, title, media_type, blob_hash, blob_size,
+                     inline_blob, inline_encoding, body_indexed, provenance_json, actor, created_at, commit_seq)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            )?
+            .execute(params![
+                revision_id,
+                artifact_id,
+                number,
+                new.title,
+                new.media_type,
+                new.blob.digest.to_hex(),
+                new.blob.size as i64,
+                new.blob.inline.as_ref().map(|inline| inline.stored.as_slice()),
+                new.blob.inline.as_ref().map_or(0, |inline| inline.encoding.code()),
+                body.is_some(),
+                new.provenance_json,
+                new.actor,
+                tx.now_db(),
+                commit_seq
+            ])?;
+        let seq = tx.conn().last_insert_rowid();
+        tx.conn()
+            .prepare_cached("INSERT INTO artifact_fts (rowid, title, body) VALUES (?1, ?2, ?3)")?
+            .execute(params![seq, new.title, body.as_deref().unwrap_or("")])?;
+        Ok(revision_id.into_string())
+    }
+}
+
 /// Loads one revision (the current one when `revision_id` is `None`).
 pub fn get(conn: &Connection, artifact_id: &str, revision_id: Option<&str>) -> StoreResult<Option<ArtifactRow>> {
-    let found = match revision_id {
-        None => conn
-            .query_row(
-                &format!(
-                    "SELECT {COLUMNS} FROM artifacts a JOIN artifact_revisions r ON r.id = a.current_revision_id WHERE a.id = ?1"
-                ),
-                [artifact_id],
-                row,
-            )
-            .optional()?,
-        Some(rev) => conn
-            .query_row(
-                &format!(
-                    "SELECT {COLUMNS} FROM artifact_revisions r JOIN artifacts a ON a.id = r.artifact_id WHERE a.id = ?1 AND r.id = ?2"
-                ),
-                params![artifact_id, rev],
-                row,
-            )
-            .optional()?,
-    };
-    Ok(found)
+    revisioned::get::<Artifacts>(conn, artifact_id, revision_id)
 }
 
 /// Loads the current revision or fails with `NOT_FOUND`.
 pub fn head(conn: &Connection, artifact_id: &str) -> StoreResult<ArtifactRow> {
-    get(conn, artifact_id, None)?.ok_or_else(|| StoreError::NotFound(format!("artifact {artifact_id}")))
+    revisioned::head::<Artifacts>(conn, artifact_id)
 }
 
 /// Loads a revision by revision id alone.
 pub fn get_revision(conn: &Connection, revision_id: &str) -> StoreResult<Option<ArtifactRow>> {
-    Ok(conn
-        .query_row(
-            &format!(
-                "SELECT {COLUMNS} FROM artifact_revisions r JOIN artifacts a ON a.id = r.artifact_id WHERE r.id = ?1"
-            ),
-            [revision_id],
-            row,
-        )
-        .optional()?)
-}
-
-fn insert_revision(
-    tx: &Tx<'_>,
-    artifact_id: &str,
-    number: i64,
-    new: &NewRevision,
-    commit_seq: i64,
-) -> StoreResult<String> {
-    let revision_id = new_id("arev");
-    tx.conn().execute(
-        "INSERT INTO artifact_revisions (id, artifact_id, revision_number, title, media_type, blob_hash, blob_size,
-             inline_blob, inline_encoding, body_indexed, provenance_json, actor, created_at, commit_seq)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-        params![
-            revision_id,
-            artifact_id,
-            number,
-            new.title,
-            new.media_type,
-            new.blob.digest.to_hex(),
-            new.blob.size as i64,
-            new.blob.inline.as_ref().map(|inline| inline.stored.as_slice()),
-            new.blob.inline.as_ref().map_or(0, |inline| inline.encoding.code()),
-            new.body_text.is_some(),
-            new.provenance_json,
-            new.actor,
-            tx.now_db(),
-            commit_seq
-        ],
-    )?;
-    let seq = tx.conn().last_insert_rowid();
-    tx.conn().execute(
-        "INSERT INTO artifact_fts (rowid, title, body) VALUES (?1, ?2, ?3)",
-        params![seq, new.title, new.body_text.as_deref().unwrap_or("")],
-    )?;
-    Ok(revision_id)
+    revisioned::get_revision::<Artifacts>(conn, revision_id)
 }
 
 /// Creates an artifact with its first revision; returns the stored row and commit_seq.
 pub fn put(tx: &Tx<'_>, owner: &Owner, kind: &str, new: &NewRevision) -> StoreResult<(ArtifactRow, i64)> {
-    let commit_seq = tx.next_commit_seq()?;
-    let artifact_id = new_id("art");
-    let now = tx.now_db();
-    tx.conn().execute(
-        "INSERT INTO artifacts (id, workspace_id, project_id, task_id, component, kind, current_revision_id, status, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, '', 'active', ?7, ?7)",
-        params![artifact_id, owner.workspace_id, owner.project_id, owner.task_id, owner.component, kind, now],
-    )?;
-    let revision_id = insert_revision(tx, &artifact_id, 1, new, commit_seq)?;
-    tx.conn().execute(
-        "UPDATE artifacts SET current_revision_id = ?1 WHERE id = ?2",
-        params![revision_id, artifact_id],
-    )?;
-    tx.append_event(
-        commit_seq,
-        "artifact.put",
-        "artifact",
-        &artifact_id,
-        Some(&revision_id),
-        new.actor.as_deref(),
-        // The revision and artifact rows hold the blob, owner and kind: nothing to add.
-        &json!({}),
-    )?;
-    Ok((head(tx.conn(), &artifact_id)?, commit_seq))
-}
-
-/// Appends a revision to `current` (already checked for scope, lifecycle and `if_revision`).
-pub fn revise(tx: &Tx<'_>, current: &ArtifactRow, new: &NewRevision) -> StoreResult<(ArtifactRow, i64)> {
-    let commit_seq = tx.next_commit_seq()?;
-    let revision_id = insert_revision(tx, &current.artifact_id, current.revision_number + 1, new, commit_seq)?;
-    tx.conn().execute(
-        "UPDATE artifacts SET current_revision_id = ?1, updated_at = ?2 WHERE id = ?3",
-        params![revision_id, tx.now_db(), current.artifact_id],
-    )?;
-    tx.append_event(
-        commit_seq,
-        "artifact.revise",
-        "artifact",
-        &current.artifact_id,
-        Some(&revision_id),
-        new.actor.as_deref(),
-        &json!({"previous_revision_id": current.revision_id}),
-    )?;
-    Ok((head(tx.conn(), &current.artifact_id)?, commit_seq))
-}
-
-/// Tombstones an artifact; its revisions and blobs stay readable by exact get.
-pub fn forget(tx: &Tx<'_>, current: &ArtifactRow, reason: &str) -> StoreResult<(ArtifactRow, i64)> {
-    let commit_seq = tx.next_commit_seq()?;
-    tx.conn().execute(
-        "UPDATE artifacts SET status = 'forgotten', forgotten_reason = ?1, updated_at = ?2 WHERE id = ?3",
-        params![reason, tx.now_db(), current.artifact_id],
-    )?;
-    tx.append_event(
-        commit_seq,
-        "artifact.forget",
-        "artifact",
-        &current.artifact_id,
-        Some(&current.revision_id),
-        None,
-        &json!({"reason": reason}),
-    )?;
-    Ok((head(tx.conn(), &current.artifact_id)?, commit_seq))
-}
-
-/// One page of revisions, newest first, strictly below `before` when given.
-pub fn history(
-    conn: &Connection,
-    artifact_id: &str,
-    limit: usize,
-    before: Option<i64>,
-) -> StoreResult<(Vec<ArtifactRow>, bool)> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM artifact_revisions r JOIN artifacts a ON a.id = r.artifact_id
-         WHERE a.id = ?1 AND r.revision_number < ?2 ORDER BY r.revision_number DESC LIMIT ?3"
-    ))?;
-    let mut rows = stmt
-        .query_map(params![artifact_id, before.unwrap_or(i64::MAX), limit as i64 + 1], row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    let truncated = rows.len() > limit;
-    rows.truncate(limit);
-    Ok((rows, truncated))
-}
-
-/// Whether an artifact exists.
-pub fn exists(conn: &Connection, artifact_id: &str) -> StoreResult<bool> {
-    Ok(conn
-        .query_row("SELECT 1 FROM artifacts WHERE id = ?1", [artifact_id], |_| Ok(()))
-        .optional()?
-        .is_some())
+    let artifact_id = ArtifactId::generate();
+    revisioned::create::<Artifacts>(tx, &artifact_id, new, |tx| {
+        let now = tx.now_db();
+        tx.conn()
+            .prepare_cached(
+                "INSERT INTO artifacts (id, workspace_id, project_id, task_id, component, kind, current_revision_id, status, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, '', ?7, ?8, ?8)",
+            )?
+            .execute(params![
+                artifact_id,
+                owner.workspace_id,
+                owner.project_id,
+                owner.task_id,
+                owner.component,
+                kind,
+                ArtifactStatus::Active,
+                now
+            ])?;
+        Ok(())
+    })
 }

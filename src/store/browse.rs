@@ -13,6 +13,10 @@ use super::claim::{self, ClaimRow, PRESENTED_STATUS};
 use super::error::StoreResult;
 use super::scope::{self, Owner, owner_from_row};
 use crate::protocol::Horizon;
+use crate::protocol::artifact::ArtifactStatus;
+use crate::protocol::browse::{EventEntityType, TemporalState};
+use crate::protocol::claim::{ClaimStatus, ClaimType};
+use crate::protocol::ids::{EventId, RevisionId};
 
 /// The scope and page every listing shares.
 #[derive(Clone, Copy, Debug)]
@@ -27,15 +31,15 @@ pub struct Page<'a> {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ArtifactFilter<'a> {
     pub kind: Option<&'a str>,
-    pub status: Option<&'a str>,
+    pub status: Option<ArtifactStatus>,
 }
 
 /// `claim.list` filters. `temporal_state` is evaluated at `now_db`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ClaimFilter<'a> {
-    pub claim_type: Option<&'a str>,
-    pub status: Option<&'a str>,
-    pub temporal_state: Option<&'a str>,
+    pub claim_type: Option<ClaimType>,
+    pub status: Option<ClaimStatus>,
+    pub temporal_state: Option<TemporalState>,
     pub now_db: &'a str,
     pub cites_artifact_id: Option<&'a str>,
     pub cites_revision_id: Option<&'a str>,
@@ -46,7 +50,7 @@ pub struct ClaimFilter<'a> {
 /// `event.list` filters.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct EventFilter<'a> {
-    pub entity_type: Option<&'a str>,
+    pub entity_type: Option<EventEntityType>,
     pub entity_id: Option<&'a str>,
 }
 
@@ -54,11 +58,11 @@ pub struct EventFilter<'a> {
 #[derive(Clone, Debug)]
 pub struct EventRow {
     pub commit_seq: i64,
-    pub event_id: String,
+    pub event_id: EventId,
     pub event_type: String,
-    pub entity_type: String,
+    pub entity_type: EventEntityType,
     pub entity_id: String,
-    pub revision_id: Option<String>,
+    pub revision_id: Option<RevisionId>,
     pub actor: Option<String>,
     pub payload_json: String,
     pub created_at: String,
@@ -146,7 +150,7 @@ pub fn artifacts(conn: &Connection, filter: &ArtifactFilter<'_>, page: &Page<'_>
         clauses.text("a.kind = ?", kind);
     }
     if let Some(status) = filter.status {
-        clauses.text("a.status = ?", status);
+        clauses.text("a.status = ?", status.as_str());
     }
     let select = format!(
         "SELECT {} FROM artifacts a JOIN artifact_revisions r ON r.id = a.current_revision_id",
@@ -169,18 +173,18 @@ pub fn claims(conn: &Connection, filter: &ClaimFilter<'_>, page: &Page<'_>) -> S
     let mut clauses = Clauses::default();
     clauses.visible("c", page);
     if let Some(claim_type) = filter.claim_type {
-        clauses.text("c.claim_type = ?", claim_type);
+        clauses.text("c.claim_type = ?", claim_type.as_str());
     }
     if let Some(status) = filter.status {
-        clauses.text(&format!("({PRESENTED_STATUS}) = ?"), status);
+        clauses.text(&format!("({PRESENTED_STATUS}) = ?"), status.as_str());
     }
     match filter.temporal_state {
-        Some("future") => clauses.text("(c.valid_from IS NOT NULL AND c.valid_from > ?)", filter.now_db),
-        Some("expired") => {
+        Some(TemporalState::Future) => clauses.text("(c.valid_from IS NOT NULL AND c.valid_from > ?)", filter.now_db),
+        Some(TemporalState::Expired) => {
             clauses.text("(c.valid_from IS NULL OR c.valid_from <= ?)", filter.now_db);
             clauses.text("(c.valid_until IS NOT NULL AND c.valid_until <= ?)", filter.now_db);
         }
-        Some(_) => {
+        Some(TemporalState::Current) => {
             clauses.text("(c.valid_from IS NULL OR c.valid_from <= ?)", filter.now_db);
             clauses.text("(c.valid_until IS NULL OR c.valid_until > ?)", filter.now_db);
         }
@@ -219,7 +223,7 @@ pub fn events(conn: &Connection, filter: &EventFilter<'_>, page: &Page<'_>) -> S
     let mut clauses = Clauses::default();
     clauses.visible("o", page);
     if let Some(entity_type) = filter.entity_type {
-        clauses.text("o.entity_type = ?", entity_type);
+        clauses.text("o.entity_type = ?", entity_type.as_str());
     }
     if let Some(entity_id) = filter.entity_id {
         clauses.text("o.entity_id = ?", entity_id);

@@ -3,68 +3,68 @@
 //!
 //! **Invariant:** `conflicted` is never stored. The presented status of a non-terminal claim
 //! is `conflicted` exactly when an open conflict case references its current revision; the
-//! [`COLUMNS`] projection derives it on every read.
+//! [`columns`] projection derives it on every read.
 
 use rusqlite::{Connection, OptionalExtension, params};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::conflict;
 use super::error::{StoreError, StoreResult};
+use super::revisioned::{self, RevisionRow, Revisioned};
 use super::scope::{Owner, owner_from_row};
-use super::{Tx, artifact, new_id};
+use super::{Tx, artifact};
+use crate::protocol::Operation;
+use crate::protocol::claim::{ClaimStatus, ClaimType, EvidenceLocator};
+use crate::protocol::ids::{ClaimId, ClaimRevisionId};
+use crate::protocol::relation::EntityType;
 
 /// One evidence locator: an exact artifact revision and an optional `[start, end)` byte span.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EvidenceRef {
-    pub artifact_id: String,
-    pub revision_id: String,
-    pub start_byte: Option<u64>,
-    pub end_byte: Option<u64>,
-}
+pub type EvidenceRef = EvidenceLocator;
 
-impl EvidenceRef {
-    fn to_json(&self) -> Value {
-        let mut obj = json!({"artifact_id": self.artifact_id, "revision_id": self.revision_id});
-        if let (Some(start), Some(end)) = (self.start_byte, self.end_byte) {
-            obj["start_byte"] = json!(start);
-            obj["end_byte"] = json!(end);
-        }
-        obj
-    }
-
-    fn from_json(value: &Value) -> Option<EvidenceRef> {
-        Some(EvidenceRef {
-            artifact_id: value.get("artifact_id")?.as_str()?.to_owned(),
-            revision_id: value.get("revision_id")?.as_str()?.to_owned(),
-            start_byte: value.get("start_byte").and_then(Value::as_u64),
-            end_byte: value.get("end_byte").and_then(Value::as_u64),
-        })
-    }
-}
-
-/// Serializes evidence for storage.
+/// Serializes evidence for storage (keys sorted, a span only when both ends are set).
 pub fn evidence_to_json(evidence: &[EvidenceRef]) -> String {
-    Value::Array(evidence.iter().map(EvidenceRef::to_json).collect()).to_string()
+    let items = evidence.iter().map(|locator| {
+        let mut item = serde_json::Map::new();
+        item.insert("artifact_id".to_owned(), Value::from(locator.artifact_id.as_str()));
+        item.insert("revision_id".to_owned(), Value::from(locator.revision_id.as_str()));
+        if let (Some(start), Some(end)) = (locator.start_byte, locator.end_byte) {
+            item.insert("start_byte".to_owned(), Value::from(start));
+            item.insert("end_byte".to_owned(), Value::from(end));
+        }
+        Value::Object(item)
+    });
+    Value::Array(items.collect()).to_string()
 }
 
 /// Parses stored evidence; `None` when the stored JSON is malformed.
 pub fn evidence_from_json(text: &str) -> Option<Vec<EvidenceRef>> {
     let value: Value = serde_json::from_str(text).ok()?;
-    value.as_array()?.iter().map(EvidenceRef::from_json).collect()
+    value
+        .as_array()?
+        .iter()
+        .map(|item| {
+            Some(EvidenceRef {
+                artifact_id: item.get("artifact_id")?.as_str()?.into(),
+                revision_id: item.get("revision_id")?.as_str()?.into(),
+                start_byte: item.get("start_byte").and_then(Value::as_u64),
+                end_byte: item.get("end_byte").and_then(Value::as_u64),
+            })
+        })
+        .collect()
 }
 
 /// One claim revision joined with its claim's current lifecycle.
 #[derive(Clone, Debug)]
 pub struct ClaimRow {
     pub seq: i64,
-    pub claim_id: String,
-    pub revision_id: String,
+    pub claim_id: ClaimId,
+    pub revision_id: ClaimRevisionId,
     pub revision_number: i64,
-    pub claim_type: String,
+    pub claim_type: ClaimType,
     /// The presented status: `conflicted` derived from open cases.
-    pub status: String,
-    /// The stored lifecycle: `active`, `superseded` or `retracted`.
-    pub lifecycle: String,
+    pub status: ClaimStatus,
+    /// The stored lifecycle: `active`, `superseded` or `retracted` (never `conflicted`).
+    pub lifecycle: ClaimStatus,
     pub statement: String,
     pub confidence: Option<f64>,
     pub evidence_json: String,
@@ -76,9 +76,39 @@ pub struct ClaimRow {
     pub revision_created_at: String,
     pub revision_commit_seq: i64,
     pub retraction_reason: Option<String>,
-    pub current_revision_id: String,
+    pub current_revision_id: ClaimRevisionId,
     /// Whether `claim.purge` erased this revision's statement (see [`super::purge`]).
     pub purged: bool,
+}
+
+impl RevisionRow for ClaimRow {
+    fn entity_id(&self) -> &str {
+        &self.claim_id
+    }
+
+    fn revision_id(&self) -> &str {
+        &self.revision_id
+    }
+
+    fn revision_number(&self) -> i64 {
+        self.revision_number
+    }
+
+    fn owner(&self) -> &Owner {
+        &self.owner
+    }
+
+    fn seq(&self) -> i64 {
+        self.seq
+    }
+
+    fn current_revision_id(&self) -> &str {
+        &self.current_revision_id
+    }
+
+    fn purged(&self) -> bool {
+        self.purged
+    }
 }
 
 impl ClaimRow {
@@ -87,7 +117,7 @@ impl ClaimRow {
     }
 
     pub fn is_terminal(&self) -> bool {
-        self.lifecycle != "active"
+        self.lifecycle.is_terminal()
     }
 
     pub fn evidence(&self) -> Vec<EvidenceRef> {
@@ -103,12 +133,15 @@ pub const PRESENTED_STATUS: &str = "CASE WHEN c.status = 'active' AND EXISTS (
      THEN 'conflicted' ELSE c.status END";
 
 /// The columns [`row`] expects, with `r` = claim_revisions and `c` = claims.
-pub fn columns() -> String {
-    format!(
-        "r.seq, c.id, r.id, r.revision_number, c.claim_type, {PRESENTED_STATUS}, c.status, r.statement, r.confidence, \
-         r.evidence_json, c.valid_from, c.valid_until, c.workspace_id, c.project_id, c.task_id, c.component, r.actor, \
-         c.created_at, r.created_at, r.commit_seq, c.retraction_reason, c.current_revision_id, r.purged"
-    )
+pub fn columns() -> &'static str {
+    static COLUMNS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "r.seq, c.id, r.id, r.revision_number, c.claim_type, {PRESENTED_STATUS}, c.status, r.statement, r.confidence, \
+             r.evidence_json, c.valid_from, c.valid_until, c.workspace_id, c.project_id, c.task_id, c.component, r.actor, \
+             c.created_at, r.created_at, r.commit_seq, c.retraction_reason, c.current_revision_id, r.purged"
+        )
+    });
+    &COLUMNS
 }
 
 /// Maps a row selected with [`columns`].
@@ -137,55 +170,110 @@ pub fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ClaimRow> {
     })
 }
 
+/// A new claim revision, validated by the caller.
+#[derive(Clone, Debug)]
+pub struct NewClaimRevision {
+    pub statement: String,
+    pub confidence: Option<f64>,
+    pub evidence: Vec<EvidenceRef>,
+    pub actor: Option<String>,
+}
+
+/// Claims as a [`Revisioned`] entity.
+pub struct Claims;
+
+impl Revisioned for Claims {
+    type Row = ClaimRow;
+    type NewRevision = NewClaimRevision;
+
+    const ENTITY: EntityType = EntityType::Claim;
+    const TABLE: &'static str = "claims";
+    const ALIAS: &'static str = "c";
+    const REVISIONS: &'static str = "claim_revisions";
+    const PARENT: &'static str = "claim_id";
+    const CREATE: Operation = Operation::ClaimAssert;
+    const REVISE: Operation = Operation::ClaimRevise;
+    const CLOSE: Operation = Operation::ClaimRetract;
+    const CLOSED_STATUS: &'static str = ClaimStatus::Retracted.as_str();
+    const CLOSED_REASON: &'static str = "retraction_reason";
+
+    fn columns() -> &'static str {
+        columns()
+    }
+
+    fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ClaimRow> {
+        row(r)
+    }
+
+    fn actor(new: &NewClaimRevision) -> Option<&str> {
+        new.actor.as_deref()
+    }
+
+    fn insert_revision(
+        tx: &Tx<'_>,
+        claim_id: &str,
+        number: i64,
+        new: &NewClaimRevision,
+        commit_seq: i64,
+    ) -> StoreResult<String> {
+        let revision_id = ClaimRevisionId::generate();
+        tx.conn()
+            .prepare_cached(
+                "INSERT INTO claim_revisions (id, claim_id, revision_number, statement, confidence, evidence_json, actor, created_at, commit_seq)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?
+            .execute(params![
+                revision_id,
+                claim_id,
+                number,
+                new.statement,
+                new.confidence,
+                evidence_to_json(&new.evidence),
+                new.actor,
+                tx.now_db(),
+                commit_seq
+            ])?;
+        let seq = tx.conn().last_insert_rowid();
+        tx.conn()
+            .prepare_cached("INSERT INTO claim_fts (rowid, statement) VALUES (?1, ?2)")?
+            .execute(params![seq, new.statement])?;
+        Ok(revision_id.into_string())
+    }
+
+    /// A revision makes the claim's open cases stale and opens new ones over the current
+    /// revisions, atomically.
+    fn after_revise(tx: &Tx<'_>, claim_id: &str, commit_seq: i64) -> StoreResult<()> {
+        conflict::reassess_after_revision(tx, claim_id, commit_seq)
+    }
+
+    fn after_close(tx: &Tx<'_>, claim_id: &str, commit_seq: i64) -> StoreResult<()> {
+        conflict::resolve_for_claim(tx, claim_id, "claim retracted", commit_seq)
+    }
+}
+
 /// Loads one revision (the current one when `revision_id` is `None`).
 pub fn get(conn: &Connection, claim_id: &str, revision_id: Option<&str>) -> StoreResult<Option<ClaimRow>> {
-    let columns = columns();
-    Ok(match revision_id {
-        None => conn
-            .query_row(
-                &format!("SELECT {columns} FROM claims c JOIN claim_revisions r ON r.id = c.current_revision_id WHERE c.id = ?1"),
-                [claim_id],
-                row,
-            )
-            .optional()?,
-        Some(rev) => conn
-            .query_row(
-                &format!("SELECT {columns} FROM claim_revisions r JOIN claims c ON c.id = r.claim_id WHERE c.id = ?1 AND r.id = ?2"),
-                params![claim_id, rev],
-                row,
-            )
-            .optional()?,
-    })
+    revisioned::get::<Claims>(conn, claim_id, revision_id)
 }
 
 /// Loads a revision by revision id alone.
 pub fn get_revision(conn: &Connection, revision_id: &str) -> StoreResult<Option<ClaimRow>> {
-    Ok(conn
-        .query_row(
-            &format!(
-                "SELECT {} FROM claim_revisions r JOIN claims c ON c.id = r.claim_id WHERE r.id = ?1",
-                columns()
-            ),
-            [revision_id],
-            row,
-        )
-        .optional()?)
+    revisioned::get_revision::<Claims>(conn, revision_id)
 }
 
 /// Loads the current revision or fails with `NOT_FOUND`.
 pub fn head(conn: &Connection, claim_id: &str) -> StoreResult<ClaimRow> {
-    get(conn, claim_id, None)?.ok_or_else(|| StoreError::NotFound(format!("claim {claim_id}")))
+    revisioned::head::<Claims>(conn, claim_id)
 }
 
 /// Checks that every locator names an existing artifact revision and a span inside it.
 pub fn validate_evidence(conn: &Connection, evidence: &[EvidenceRef]) -> StoreResult<()> {
     for (index, locator) in evidence.iter().enumerate() {
         let found: Option<(i64, bool)> = conn
-            .query_row(
-                "SELECT blob_size, purged FROM artifact_revisions WHERE artifact_id = ?1 AND id = ?2",
-                params![locator.artifact_id, locator.revision_id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
+            .prepare_cached("SELECT blob_size, purged FROM artifact_revisions WHERE artifact_id = ?1 AND id = ?2")?
+            .query_row(params![locator.artifact_id, locator.revision_id], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
             .optional()?;
         let Some((size, purged)) = found else {
             return Err(StoreError::NotFound(format!(
@@ -218,170 +306,48 @@ pub fn validate_evidence(conn: &Connection, evidence: &[EvidenceRef]) -> StoreRe
     Ok(())
 }
 
-/// A new claim revision, validated by the caller.
-#[derive(Clone, Debug)]
-pub struct NewClaimRevision {
-    pub statement: String,
-    pub confidence: Option<f64>,
-    pub evidence: Vec<EvidenceRef>,
-    pub actor: Option<String>,
-}
-
-fn insert_revision(
-    tx: &Tx<'_>,
-    claim_id: &str,
-    number: i64,
-    new: &NewClaimRevision,
-    commit_seq: i64,
-) -> StoreResult<String> {
-    let revision_id = new_id("crev");
-    tx.conn().execute(
-        "INSERT INTO claim_revisions (id, claim_id, revision_number, statement, confidence, evidence_json, actor, created_at, commit_seq)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        params![
-            revision_id,
-            claim_id,
-            number,
-            new.statement,
-            new.confidence,
-            evidence_to_json(&new.evidence),
-            new.actor,
-            tx.now_db(),
-            commit_seq
-        ],
-    )?;
-    let seq = tx.conn().last_insert_rowid();
-    tx.conn().execute(
-        "INSERT INTO claim_fts (rowid, statement) VALUES (?1, ?2)",
-        params![seq, new.statement],
-    )?;
-    Ok(revision_id)
-}
-
 /// Records a new claim with its first revision.
 pub fn assert(
     tx: &Tx<'_>,
     owner: &Owner,
-    claim_type: &str,
+    claim_type: ClaimType,
     new: &NewClaimRevision,
     valid_from: Option<&str>,
     valid_until: Option<&str>,
 ) -> StoreResult<(ClaimRow, i64)> {
     validate_evidence(tx.conn(), &new.evidence)?;
-    let commit_seq = tx.next_commit_seq()?;
-    let claim_id = new_id("clm");
-    let now = tx.now_db();
-    tx.conn().execute(
-        "INSERT INTO claims (id, workspace_id, project_id, task_id, component, claim_type, current_revision_id, status,
-             valid_from, valid_until, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, '', 'active', ?7, ?8, ?9, ?9)",
-        params![
-            claim_id,
-            owner.workspace_id,
-            owner.project_id,
-            owner.task_id,
-            owner.component,
-            claim_type,
-            valid_from,
-            valid_until,
-            now
-        ],
-    )?;
-    let revision_id = insert_revision(tx, &claim_id, 1, new, commit_seq)?;
-    tx.conn().execute(
-        "UPDATE claims SET current_revision_id = ?1 WHERE id = ?2",
-        params![revision_id, claim_id],
-    )?;
-    tx.append_event(
-        commit_seq,
-        "claim.assert",
-        "claim",
-        &claim_id,
-        Some(&revision_id),
-        new.actor.as_deref(),
-        // The claim and revision rows hold the type and the evidence: nothing to add.
-        &json!({}),
-    )?;
-    Ok((head(tx.conn(), &claim_id)?, commit_seq))
-}
-
-/// Appends a revision (scope, `if_revision` and lifecycle already checked) and reassesses
-/// the claim's contradictions atomically.
-pub fn revise(tx: &Tx<'_>, current: &ClaimRow, new: &NewClaimRevision) -> StoreResult<(ClaimRow, i64)> {
-    let commit_seq = tx.next_commit_seq()?;
-    let revision_id = insert_revision(tx, &current.claim_id, current.revision_number + 1, new, commit_seq)?;
-    tx.conn().execute(
-        "UPDATE claims SET current_revision_id = ?1, updated_at = ?2 WHERE id = ?3",
-        params![revision_id, tx.now_db(), current.claim_id],
-    )?;
-    tx.append_event(
-        commit_seq,
-        "claim.revise",
-        "claim",
-        &current.claim_id,
-        Some(&revision_id),
-        new.actor.as_deref(),
-        &json!({"previous_revision_id": current.revision_id}),
-    )?;
-    conflict::reassess_after_revision(tx, &current.claim_id, commit_seq)?;
-    Ok((head(tx.conn(), &current.claim_id)?, commit_seq))
-}
-
-/// Retracts a claim (history kept) and resolves its open conflict cases.
-pub fn retract(tx: &Tx<'_>, current: &ClaimRow, reason: &str) -> StoreResult<(ClaimRow, i64)> {
-    let commit_seq = tx.next_commit_seq()?;
-    tx.conn().execute(
-        "UPDATE claims SET status = 'retracted', retraction_reason = ?1, updated_at = ?2 WHERE id = ?3",
-        params![reason, tx.now_db(), current.claim_id],
-    )?;
-    tx.append_event(
-        commit_seq,
-        "claim.retract",
-        "claim",
-        &current.claim_id,
-        Some(&current.revision_id),
-        None,
-        &json!({"reason": reason}),
-    )?;
-    conflict::resolve_for_claim(tx, &current.claim_id, "claim retracted", commit_seq)?;
-    Ok((head(tx.conn(), &current.claim_id)?, commit_seq))
+    let claim_id = ClaimId::generate();
+    revisioned::create::<Claims>(tx, &claim_id, new, |tx| {
+        let now = tx.now_db();
+        tx.conn()
+            .prepare_cached(
+                "INSERT INTO claims (id, workspace_id, project_id, task_id, component, claim_type, current_revision_id, status,
+                     valid_from, valid_until, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, '', ?7, ?8, ?9, ?10, ?10)",
+            )?
+            .execute(params![
+                claim_id,
+                owner.workspace_id,
+                owner.project_id,
+                owner.task_id,
+                owner.component,
+                claim_type,
+                ClaimStatus::Active,
+                valid_from,
+                valid_until,
+                now
+            ])?;
+        Ok(())
+    })
 }
 
 /// Marks a claim superseded (used by `relation.put supersedes`) and resolves its open cases.
 pub fn supersede(tx: &Tx<'_>, claim_id: &str, commit_seq: i64) -> StoreResult<()> {
     tx.conn().execute(
-        "UPDATE claims SET status = 'superseded', updated_at = ?1 WHERE id = ?2 AND status = 'active'",
-        params![tx.now_db(), claim_id],
+        "UPDATE claims SET status = ?1, updated_at = ?2 WHERE id = ?3 AND status = ?4",
+        params![ClaimStatus::Superseded, tx.now_db(), claim_id, ClaimStatus::Active],
     )?;
     conflict::resolve_for_claim(tx, claim_id, "claim superseded", commit_seq)
-}
-
-/// One page of revisions, newest first, strictly below `before` when given.
-pub fn history(
-    conn: &Connection,
-    claim_id: &str,
-    limit: usize,
-    before: Option<i64>,
-) -> StoreResult<(Vec<ClaimRow>, bool)> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {} FROM claim_revisions r JOIN claims c ON c.id = r.claim_id
-         WHERE c.id = ?1 AND r.revision_number < ?2 ORDER BY r.revision_number DESC LIMIT ?3",
-        columns()
-    ))?;
-    let mut rows = stmt
-        .query_map(params![claim_id, before.unwrap_or(i64::MAX), limit as i64 + 1], row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    let truncated = rows.len() > limit;
-    rows.truncate(limit);
-    Ok((rows, truncated))
-}
-
-/// Whether a claim exists.
-pub fn exists(conn: &Connection, claim_id: &str) -> StoreResult<bool> {
-    Ok(conn
-        .query_row("SELECT 1 FROM claims WHERE id = ?1", [claim_id], |_| Ok(()))
-        .optional()?
-        .is_some())
 }
 
 /// The artifact revision a locator names, for previews and verification.

@@ -12,10 +12,13 @@
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 
+use super::Tx;
 use super::error::StoreResult;
 use super::scope::{self, Owner, owner_from_row};
-use super::{Tx, new_id};
 use crate::protocol::Horizon;
+use crate::protocol::claim::ClaimStatus;
+use crate::protocol::ids::{CaseEventId, CaseId, ClaimId, ClaimRevisionId, RelationId};
+use crate::protocol::relation::ConflictState;
 
 fn append_case_event(
     tx: &Tx<'_>,
@@ -31,7 +34,7 @@ fn append_case_event(
              operation_commit_seq, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         params![
-            new_id("cevt"),
+            CaseEventId::generate(),
             case_id,
             event_type,
             source_revision_id,
@@ -45,29 +48,30 @@ fn append_case_event(
 }
 
 /// Opens a case freezing the current revisions of both claims of `relation_id`.
-pub fn open_case(tx: &Tx<'_>, relation_id: &str, reason: &str, commit_seq: i64) -> StoreResult<Option<String>> {
-    let endpoints: Option<(String, String, String, String, String, String)> = tx
+pub fn open_case(tx: &Tx<'_>, relation_id: &str, reason: &str, commit_seq: i64) -> StoreResult<Option<CaseId>> {
+    type Side = (ClaimId, ClaimRevisionId, ClaimStatus);
+    let endpoints: Option<(Side, Side)> = tx
         .conn()
         .query_row(
             "SELECT s.id, s.current_revision_id, s.status, t.id, t.current_revision_id, t.status
              FROM relations rel JOIN claims s ON s.id = rel.source_id JOIN claims t ON t.id = rel.target_id
              WHERE rel.id = ?1 AND rel.relation = 'contradicts' AND rel.source_type = 'claim' AND rel.target_type = 'claim'",
             [relation_id],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
+            |r| Ok(((r.get(0)?, r.get(1)?, r.get(2)?), (r.get(3)?, r.get(4)?, r.get(5)?))),
         )
         .optional()?;
-    let Some((source, source_rev, source_status, target, target_rev, target_status)) = endpoints else {
+    let Some(((source, source_rev, source_status), (target, target_rev, target_status))) = endpoints else {
         return Ok(None);
     };
-    if source_status != "active" || target_status != "active" {
+    if source_status != ClaimStatus::Active || target_status != ClaimStatus::Active {
         return Ok(None);
     }
-    let case_id = new_id("ccase");
+    let case_id = CaseId::generate();
     let now = tx.now_db();
     tx.conn().execute(
         "INSERT INTO conflict_cases (case_id, relation_id, source_claim_id, source_revision_id, target_claim_id,
              target_revision_id, state, state_reason, opened_at, updated_at, opened_commit_seq)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'open', ?7, ?8, ?8, ?9)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10)",
         params![
             case_id,
             relation_id,
@@ -75,6 +79,7 @@ pub fn open_case(tx: &Tx<'_>, relation_id: &str, reason: &str, commit_seq: i64) 
             source_rev,
             target,
             target_rev,
+            ConflictState::Open,
             reason,
             now,
             commit_seq
@@ -85,8 +90,14 @@ pub fn open_case(tx: &Tx<'_>, relation_id: &str, reason: &str, commit_seq: i64) 
 }
 
 /// Moves every open case involving `claim_id` to `state`, with an event each.
-fn transition_open_cases(tx: &Tx<'_>, claim_id: &str, state: &str, reason: &str, commit_seq: i64) -> StoreResult<()> {
-    let cases: Vec<(String, String, String)> = {
+fn transition_open_cases(
+    tx: &Tx<'_>,
+    claim_id: &str,
+    state: ConflictState,
+    reason: &str,
+    commit_seq: i64,
+) -> StoreResult<()> {
+    let cases: Vec<(CaseId, ClaimRevisionId, ClaimRevisionId)> = {
         let mut stmt = tx.conn().prepare_cached(
             "SELECT case_id, source_revision_id, target_revision_id FROM conflict_cases
              WHERE state = 'open' AND (source_claim_id = ?1 OR target_claim_id = ?1) ORDER BY case_sequence",
@@ -94,7 +105,11 @@ fn transition_open_cases(tx: &Tx<'_>, claim_id: &str, state: &str, reason: &str,
         stmt.query_map([claim_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
             .collect::<rusqlite::Result<_>>()?
     };
-    let event_type = if state == "stale" { "stale" } else { "resolved" };
+    let event_type = if state == ConflictState::Stale {
+        "stale"
+    } else {
+        "resolved"
+    };
     for (case_id, source_rev, target_rev) in cases {
         tx.conn().execute(
             "UPDATE conflict_cases SET state = ?1, state_reason = ?2, updated_at = ?3 WHERE case_id = ?4",
@@ -108,8 +123,8 @@ fn transition_open_cases(tx: &Tx<'_>, claim_id: &str, state: &str, reason: &str,
 /// After a claim revision: stale its open cases, then reopen every contradiction involving
 /// it whose endpoints are both still non-terminal.
 pub fn reassess_after_revision(tx: &Tx<'_>, claim_id: &str, commit_seq: i64) -> StoreResult<()> {
-    transition_open_cases(tx, claim_id, "stale", "claim revision changed", commit_seq)?;
-    let relations: Vec<String> = {
+    transition_open_cases(tx, claim_id, ConflictState::Stale, "claim revision changed", commit_seq)?;
+    let relations: Vec<RelationId> = {
         let mut stmt = tx.conn().prepare_cached(
             "SELECT id FROM relations WHERE relation = 'contradicts' AND source_type = 'claim' AND target_type = 'claim'
              AND (source_id = ?1 OR target_id = ?1) ORDER BY commit_seq",
@@ -130,20 +145,20 @@ pub fn reassess_after_revision(tx: &Tx<'_>, claim_id: &str, commit_seq: i64) -> 
 
 /// Resolves every open case involving a claim that became terminal.
 pub fn resolve_for_claim(tx: &Tx<'_>, claim_id: &str, reason: &str, commit_seq: i64) -> StoreResult<()> {
-    transition_open_cases(tx, claim_id, "resolved", reason, commit_seq)
+    transition_open_cases(tx, claim_id, ConflictState::Resolved, reason, commit_seq)
 }
 
 /// One conflict case joined with its contradiction relation's metadata and context.
 #[derive(Clone, Debug)]
 pub struct CaseRow {
     pub case_sequence: i64,
-    pub case_id: String,
-    pub relation_id: String,
-    pub source_claim_id: String,
-    pub source_revision_id: String,
-    pub target_claim_id: String,
-    pub target_revision_id: String,
-    pub state: String,
+    pub case_id: CaseId,
+    pub relation_id: RelationId,
+    pub source_claim_id: ClaimId,
+    pub source_revision_id: ClaimRevisionId,
+    pub target_claim_id: ClaimId,
+    pub target_revision_id: ClaimRevisionId,
+    pub state: ConflictState,
     pub state_reason: Option<String>,
     pub opened_at: String,
     pub updated_at: String,
@@ -219,10 +234,10 @@ pub fn list(conn: &Connection, query: &ListQuery<'_>) -> StoreResult<(Vec<CaseRo
 /// One live contradiction touching a claim of interest.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpenConflict {
-    pub case_id: String,
-    pub relation_id: String,
-    pub source_claim_id: String,
-    pub target_claim_id: String,
+    pub case_id: CaseId,
+    pub relation_id: RelationId,
+    pub source_claim_id: ClaimId,
+    pub target_claim_id: ClaimId,
 }
 
 /// The live contradictions of `claim_ids` for recall and context building: open cases

@@ -4,17 +4,18 @@
 use std::sync::Arc;
 
 use crate::blob::BlobError;
+use crate::protocol::ErrorCode;
 
 /// A store failure. Domain variants carry the decision-relevant identifiers.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    #[error("invalid request: {0}")]
+    #[error("{}: {}", ErrorCode::InvalidRequest.prefix(), .0)]
     Invalid(String),
-    #[error("not found: {0}")]
+    #[error("{}: {}", ErrorCode::NotFound.prefix(), .0)]
     NotFound(String),
     /// The entity (or the revision) was purged: its content is erased; a tombstone remains.
-    #[error("not found: {entity_type} {entity_id}{} was purged (its content is erased){}", revision_id.as_deref().map(|r| format!(" revision {r}")).unwrap_or_default(), purged_at.as_deref().map(|at| format!(" at {at}")).unwrap_or_default())]
+    #[error("{}: {entity_type} {entity_id}{} was purged (its content is erased){}", ErrorCode::NotFound.prefix(), revision_id.as_deref().map(|r| format!(" revision {r}")).unwrap_or_default(), purged_at.as_deref().map(|at| format!(" at {at}")).unwrap_or_default())]
     Purged {
         entity_type: &'static str,
         entity_id: String,
@@ -25,22 +26,22 @@ pub enum StoreError {
     /// An export archive that cannot be imported (see `store::portable`).
     #[error(transparent)]
     Archive(#[from] super::portable::ArchiveError),
-    #[error("revision conflict: {entity_type} {entity_id} is at revision {current}, not {requested}")]
+    #[error("{}: {entity_type} {entity_id} is at revision {current}, not {requested}", ErrorCode::RevisionConflict.prefix())]
     RevisionConflict {
         entity_type: &'static str,
         entity_id: String,
         current: String,
         requested: String,
     },
-    #[error("idempotency conflict for key {scoped_key}")]
+    #[error("{} for key {scoped_key}", ErrorCode::IdempotencyConflict.prefix())]
     IdempotencyConflict { scoped_key: String },
-    #[error("scope violation: {0}")]
+    #[error("{}: {}", ErrorCode::ScopeViolation.prefix(), .0)]
     Scope(String),
-    #[error("index is not ready through commit sequence {requested}; current sequence is {current}")]
+    #[error("{} through commit sequence {requested}; current sequence is {current}", ErrorCode::IndexNotReady.prefix())]
     IndexNotReady { requested: i64, current: i64 },
-    #[error("integrity check failed: {0}")]
+    #[error("{}: {}", ErrorCode::IntegrityError.prefix(), .0)]
     Integrity(String),
-    #[error("configuration error: {0}")]
+    #[error("{}: {}", ErrorCode::ConfigError.prefix(), .0)]
     Config(String),
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
@@ -54,7 +55,7 @@ pub enum StoreError {
     Json(#[from] serde_json::Error),
     #[error("the store writer has shut down")]
     WriterGone,
-    #[error("internal error: {0}")]
+    #[error("{}: {}", ErrorCode::InternalError.prefix(), .0)]
     Internal(String),
 }
 

@@ -32,11 +32,10 @@ pub struct Replay {
 /// was used for a different request.
 pub fn check(conn: &Connection, key: &IdempotencyKey) -> StoreResult<Option<Replay>> {
     let found: Option<(String, String, String, i64)> = conn
-        .query_row(
+        .prepare_cached(
             "SELECT request_hash, operation, replay_json, commit_seq FROM idempotency WHERE scoped_key = ?1",
-            [&key.scoped_key],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-        )
+        )?
+        .query_row([&key.scoped_key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
         .optional()?;
     match found {
         None => Ok(None),
@@ -56,17 +55,18 @@ pub fn check(conn: &Connection, key: &IdempotencyKey) -> StoreResult<Option<Repl
 
 /// Records the result of a fresh mutation under its key.
 pub fn record(tx: &Tx<'_>, key: &IdempotencyKey, result: &Value, commit_seq: i64) -> StoreResult<()> {
-    tx.conn().execute(
-        "INSERT INTO idempotency (scoped_key, request_hash, operation, replay_json, commit_seq, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![
+    tx.conn()
+        .prepare_cached(
+            "INSERT INTO idempotency (scoped_key, request_hash, operation, replay_json, commit_seq, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?
+        .execute(params![
             key.scoped_key,
             key.fingerprint,
             key.operation,
             result.to_string(),
             commit_seq,
             tx.now_db()
-        ],
-    )?;
+        ])?;
     Ok(())
 }

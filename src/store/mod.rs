@@ -1,6 +1,6 @@
 //! The authoritative store: SQLite (WAL, FTS5) plus the blob CAS.
 //!
-//! Writes go through one writer thread with group commit ([`writer`]); reads use a small
+//! Writes go through one writer thread with group commit (`writer`); reads use a small
 //! pool of read-only connections, each read in its own snapshot transaction. Entity modules
 //! own their SQL and return plain row structs.
 //!
@@ -21,8 +21,10 @@ pub mod purge;
 pub mod reindex;
 pub mod relation;
 pub mod restore;
+pub mod revisioned;
 pub mod scope;
 pub mod search;
+mod sql;
 #[cfg(test)]
 pub(crate) mod test_seed;
 pub mod tombstone;
@@ -44,6 +46,8 @@ pub use migrate::{SCHEMA_VERSION, schema_version};
 
 use crate::blob::BlobStore;
 use crate::fault::DiskFullFlag;
+use crate::protocol::Operation;
+use crate::protocol::ids::EventId;
 use crate::timefmt::{self, Timestamp};
 
 /// File name of the database inside the data directory.
@@ -53,8 +57,16 @@ pub const BLOBS_DIR: &str = "blobs";
 
 /// Upper bound on idle pooled read connections.
 const MAX_IDLE_READERS: usize = 8;
-/// Prepared statements kept per read connection (`prepare_cached`): search, recall and
-/// context.build together prepare more distinct statements than rusqlite's default of 16.
+/// Page cache of the writer connection, in KiB. It holds the interior pages every
+/// mutation walks; the OS page cache serves the rest, and the daemon's resident memory
+/// grows by whatever is cached (SQLite's default is 2000 KiB per connection).
+const WRITER_CACHE_KIB: u32 = 1024;
+/// Page cache of each read connection, in KiB. Under writes a reader's cache is discarded
+/// at each new snapshot anyway; several readers exist only under concurrent reads.
+const READER_CACHE_KIB: u32 = 512;
+/// Prepared statements kept per connection (`prepare_cached`): search, recall and
+/// context.build together, or all the mutations, prepare more distinct statements than
+/// rusqlite's default of 16.
 const STATEMENT_CACHE: usize = 64;
 
 /// A handle to an open store; cheap to clone.
@@ -83,11 +95,17 @@ impl std::fmt::Debug for Store {
 pub struct Tx<'c> {
     conn: &'c Connection,
     now: Timestamp,
+    /// `now` in the database form, formatted once per mutation.
+    now_db: String,
 }
 
 impl<'c> Tx<'c> {
     pub(crate) fn new(conn: &'c Connection, now: Timestamp) -> Tx<'c> {
-        Tx { conn, now }
+        Tx {
+            conn,
+            now,
+            now_db: timefmt::to_db(&now),
+        }
     }
 
     /// The connection, inside the job's savepoint.
@@ -101,53 +119,56 @@ impl<'c> Tx<'c> {
     }
 
     /// The database form of [`Tx::now`].
-    pub fn now_db(&self) -> String {
-        timefmt::to_db(&self.now)
+    pub fn now_db(&self) -> &str {
+        &self.now_db
     }
 
     /// Takes the next commit sequence value.
     pub fn next_commit_seq(&self) -> StoreResult<i64> {
-        Ok(self.conn.query_row(
-            "UPDATE commit_state SET commit_seq = commit_seq + 1 WHERE id = 1 RETURNING commit_seq",
-            [],
-            |row| row.get(0),
-        )?)
+        Ok(self
+            .conn
+            .prepare_cached("UPDATE commit_state SET commit_seq = commit_seq + 1 WHERE id = 1 RETURNING commit_seq")?
+            .query_row([], |row| row.get(0))?)
     }
 
-    /// Appends the one event row of a logical mutation.
-    #[allow(clippy::too_many_arguments)]
-    pub fn append_event(
-        &self,
-        commit_seq: i64,
-        event_type: &str,
-        entity_type: &str,
-        entity_id: &str,
-        revision_id: Option<&str>,
-        actor: Option<&str>,
-        payload: &Value,
-    ) -> StoreResult<()> {
-        self.conn.execute(
-            "INSERT INTO events (commit_seq, event_id, event_type, entity_type, entity_id, revision_id, actor, payload_json, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![
-                commit_seq,
-                new_id("evt"),
-                event_type,
-                entity_type,
-                entity_id,
-                revision_id,
-                actor,
-                payload.to_string(),
+    /// Appends the one `events` row of a logical mutation.
+    pub fn append_event(&self, event: &Event<'_>) -> StoreResult<()> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO events (commit_seq, event_id, event_type, entity_type, entity_id, revision_id, actor, payload_json, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?
+            .execute(params![
+                event.commit_seq,
+                EventId::generate(),
+                event.operation,
+                event.entity.as_str(),
+                event.entity_id,
+                event.revision_id,
+                event.actor,
+                event.payload.to_string(),
                 self.now_db()
-            ],
-        )?;
+            ])?;
         Ok(())
     }
 }
 
-/// A fresh prefixed ULID identifier such as `art_01J…`.
-pub fn new_id(prefix: &str) -> String {
-    format!("{prefix}_{}", ulid::Ulid::new())
+/// What an `events` row names (the wire enum of `event.list`).
+pub use crate::protocol::browse::EventEntityType as EventEntity;
+
+/// The one `events` row of a logical mutation (see ARCHITECTURE.md, *Events*).
+#[derive(Clone, Debug)]
+pub struct Event<'a> {
+    pub commit_seq: i64,
+    /// The operation, recorded as `event_type`.
+    pub operation: Operation,
+    pub entity: EventEntity,
+    pub entity_id: &'a str,
+    /// The revision written or, for forget and retract, the head it applied to.
+    pub revision_id: Option<&'a str>,
+    pub actor: Option<&'a str>,
+    /// Only what the entity rows do not already record.
+    pub payload: Value,
 }
 
 impl Store {
@@ -162,11 +183,23 @@ impl Store {
         )?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         migrate::preflight(&conn)?;
-        // Only takes effect on a new, empty database. 16 KiB pages pack several inline
-        // revision rows (up to the 16 KiB inline threshold) per page instead of one.
-        conn.execute_batch("PRAGMA page_size = 16384;")?;
+        // Only takes effect on a new, empty database (an existing store keeps its page size).
+        // Every commit writes each page it touched to the WAL in full (a `claim.assert`
+        // touches 13: its rows, their indexes, the FTS segment, the event, the replay record
+        // and the commit sequence), so the page size sets the bytes written and checksummed
+        // per commit: 4 KiB pages write a quarter of what 16 KiB pages did, and store text
+        // artifacts more compactly too (see `benches/storage.rs`).
+        conn.execute_batch("PRAGMA page_size = 4096;")?;
         conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")?;
+        // Every job of a group runs in its own SAVEPOINT, so SQLite keeps the original of each
+        // page a job modifies in a statement sub-journal until the job is released. On disk
+        // that is a temporary file written page by page (as many bytes again as the WAL
+        // frames of the commit); in memory it is a copy that is dropped at RELEASE. It is
+        // never needed for crash recovery (the WAL is), so durability is unchanged.
+        conn.execute_batch("PRAGMA temp_store = MEMORY;")?;
+        conn.execute_batch(&format!("PRAGMA cache_size = -{WRITER_CACHE_KIB};"))?;
         migrate::migrate(&mut conn)?;
+        configure_statements(&conn)?;
         for suffix in ["", "-wal", "-shm"] {
             let path = PathBuf::from(format!("{}{suffix}", db_path.display()));
             if path.exists() {
@@ -263,8 +296,11 @@ impl Store {
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        conn.execute_batch("PRAGMA query_only = ON; PRAGMA foreign_keys = ON;")?;
-        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        conn.execute_batch(&format!(
+            "PRAGMA query_only = ON; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY; \
+             PRAGMA cache_size = -{READER_CACHE_KIB};"
+        ))?;
+        configure_statements(&conn)?;
         Ok(conn)
     }
 
@@ -277,6 +313,17 @@ impl Store {
     pub fn shutdown(&self) {
         self.inner.writer.shutdown();
     }
+}
+
+/// How a connection keeps its statements: through a cache large enough for every statement
+/// it runs, and planned without looking at bound values (SQLite's query planner stability
+/// guarantee). Without it, SQLite compiled with STAT4 marks a join's bound parameters as
+/// plan inputs and re-prepares the statement on every new binding, which showed up as SQL
+/// parsing in the write path's profile (each `claim.assert` re-parsed its head query).
+fn configure_statements(conn: &Connection) -> StoreResult<()> {
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+    Ok(())
 }
 
 /// The last committed sequence number, read on `conn`.

@@ -27,21 +27,27 @@ use serde_json::{Value, json};
 use super::error::{StoreError, StoreResult};
 use super::scope::Owner;
 use super::tombstone::{self, ARTIFACT_ERASED_FIELDS, CLAIM_ERASED_FIELDS, PURGED_REASON, Tombstone};
-use super::{Store, Tx, conflict};
+use super::{Event, EventEntity, Store, Tx, conflict};
 use crate::blob::{BlobStore, Digest};
+use crate::protocol::Operation;
 
-/// The kind of entity a purge erases.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EntityKind {
-    Artifact,
-    Claim,
-}
+/// The kind of entity a purge erases (the protocol's entity type).
+pub use crate::protocol::relation::EntityType as EntityKind;
 
+/// What a purge needs to know about its entity's tables and event.
 impl EntityKind {
-    pub fn as_str(self) -> &'static str {
+    /// The operation recorded on the purge's event.
+    fn purge_operation(self) -> Operation {
         match self {
-            EntityKind::Artifact => "artifact",
-            EntityKind::Claim => "claim",
+            EntityKind::Artifact => Operation::ArtifactPurge,
+            EntityKind::Claim => Operation::ClaimPurge,
+        }
+    }
+
+    fn event_entity(self) -> EventEntity {
+        match self {
+            EntityKind::Artifact => EventEntity::Artifact,
+            EntityKind::Claim => EventEntity::Claim,
         }
     }
 
@@ -216,15 +222,15 @@ pub fn purge(tx: &Tx<'_>, request: &PurgeRequest) -> StoreResult<(Tombstone, boo
              OR json_extract(replay_json, '$.claim_revision') IN (SELECT revision_id FROM purged_revisions WHERE entity_id = ?1))",
         [&request.entity_id],
     )? as u64;
-    tx.append_event(
+    tx.append_event(&Event {
         commit_seq,
-        &format!("{}.purge", kind.as_str()),
-        kind.as_str(),
-        &request.entity_id,
-        Some(&head_revision),
-        request.actor.as_deref(),
-        &json!({}),
-    )?;
+        operation: kind.purge_operation(),
+        entity: kind.event_entity(),
+        entity_id: &request.entity_id,
+        revision_id: Some(&head_revision),
+        actor: request.actor.as_deref(),
+        payload: json!({}),
+    })?;
     let shared_content_revisions: i64 = match kind {
         EntityKind::Artifact => conn.query_row(
             "SELECT count(*) FROM artifact_revisions r WHERE r.purged = 0

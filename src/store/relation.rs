@@ -15,9 +15,10 @@ use serde_json::Value;
 
 use super::error::{StoreError, StoreResult};
 use super::scope::{self, Owner, owner_from_row};
-use super::{Tx, claim, conflict, new_id};
-use crate::protocol::Horizon;
-use crate::protocol::relation::RelationDirection;
+use super::{Event, EventEntity, Tx, claim, conflict};
+use crate::protocol::ids::RelationId;
+use crate::protocol::relation::{EntityStatus, EntityType, RelationDirection, RelationType};
+use crate::protocol::{Horizon, Operation};
 
 /// The reason recorded on the case a new contradiction opens.
 pub const CONTRADICTION_CREATED: &str = "contradiction relation created";
@@ -26,11 +27,11 @@ pub const CONTRADICTION_CREATED: &str = "contradiction relation created";
 #[derive(Clone, Debug)]
 pub struct RelationRow {
     pub seq: i64,
-    pub relation_id: String,
-    pub source_type: String,
+    pub relation_id: RelationId,
+    pub source_type: EntityType,
     pub source_id: String,
-    pub relation: String,
-    pub target_type: String,
+    pub relation: RelationType,
+    pub target_type: EntityType,
     pub target_id: String,
     pub metadata_json: String,
     /// The creator's ambient context (without pins).
@@ -61,48 +62,58 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RelationRow> {
 /// An existing artifact or claim a relation names, with its owner and stored lifecycle.
 #[derive(Clone, Debug)]
 pub struct Endpoint {
-    pub entity_type: &'static str,
+    pub entity_type: EntityType,
     pub entity_id: String,
     pub owner: Owner,
     /// `active`/`forgotten` for artifacts; `active`/`superseded`/`retracted` for claims.
-    pub lifecycle: String,
+    pub lifecycle: EntityStatus,
 }
 
 impl Endpoint {
     pub fn is_claim(&self) -> bool {
-        self.entity_type == "claim"
+        self.entity_type == EntityType::Claim
     }
 
     pub fn is_terminal_claim(&self) -> bool {
-        self.is_claim() && self.lifecycle != "active"
+        self.is_claim() && matches!(self.lifecycle, EntityStatus::Superseded | EntityStatus::Retracted)
     }
 }
 
 /// Loads an endpoint or fails with `NOT_FOUND` (`artifact <id>` / `claim <id>`).
-pub fn endpoint(conn: &Connection, entity_type: &str, entity_id: &str) -> StoreResult<Endpoint> {
-    let (entity_type, table) = match entity_type {
-        "artifact" => ("artifact", "artifacts"),
-        "claim" => ("claim", "claims"),
-        other => return Err(StoreError::Invalid(format!("unknown entity type {other}"))),
+pub fn endpoint(conn: &Connection, entity_type: EntityType, entity_id: &str) -> StoreResult<Endpoint> {
+    let table = match entity_type {
+        EntityType::Artifact => "artifacts",
+        EntityType::Claim => "claims",
     };
-    conn.query_row(
-        &format!("SELECT workspace_id, project_id, task_id, component, status FROM {table} WHERE id = ?1"),
-        [entity_id],
-        |r| Ok((owner_from_row(r, 0)?, r.get::<_, String>(4)?)),
-    )
-    .optional()?
-    .map(|(owner, lifecycle)| Endpoint {
-        entity_type,
-        entity_id: entity_id.to_owned(),
-        owner,
-        lifecycle,
+    conn.prepare_cached(&format!(
+        "SELECT workspace_id, project_id, task_id, component, status FROM {table} WHERE id = ?1"
+    ))?
+    .query_row([entity_id], |r| {
+        let status: String = r.get(4)?;
+        Ok((owner_from_row(r, 0)?, status))
     })
-    .ok_or_else(|| StoreError::NotFound(format!("{entity_type} {entity_id}")))
+    .optional()?
+    .map(|(owner, status)| {
+        let lifecycle = EntityStatus::parse(&status)
+            .ok_or_else(|| StoreError::Integrity(format!("{entity_type} {entity_id} has unknown status {status:?}")))?;
+        Ok(Endpoint {
+            entity_type,
+            entity_id: entity_id.to_owned(),
+            owner,
+            lifecycle,
+        })
+    })
+    .unwrap_or_else(|| Err(StoreError::NotFound(format!("{entity_type} {entity_id}"))))
 }
 
 /// Refuses a write touching `endpoint` from outside its project/task.
 pub fn check_endpoint_write(endpoint: &Endpoint, ambient: &Owner) -> StoreResult<()> {
-    scope::check_write(endpoint.entity_type, &endpoint.entity_id, &endpoint.owner, ambient)
+    scope::check_write(
+        endpoint.entity_type.as_str(),
+        &endpoint.entity_id,
+        &endpoint.owner,
+        ambient,
+    )
 }
 
 /// Whether a context pin names `artifact_id` (`art`, `art@rev` or `memoree://artifact/art@rev`).
@@ -117,7 +128,7 @@ pub fn check_anchor_read(anchor: &Endpoint, ambient: &Owner, pins: &[String], ho
     if anchor.owner.visible_from(ambient, horizon) {
         return Ok(());
     }
-    if anchor.entity_type == "artifact" && pins.iter().any(|pin| pin_names_artifact(pin, &anchor.entity_id)) {
+    if anchor.entity_type == EntityType::Artifact && pins.iter().any(|pin| pin_names_artifact(pin, &anchor.entity_id)) {
         return Ok(());
     }
     Err(StoreError::Scope(format!(
@@ -132,26 +143,23 @@ pub fn check_anchor_read(anchor: &Endpoint, ambient: &Owner, pins: &[String], ho
 /// Loads a relation by id.
 pub fn get(conn: &Connection, relation_id: &str) -> StoreResult<Option<RelationRow>> {
     Ok(conn
-        .query_row(
-            &format!("SELECT {COLUMNS} FROM relations rel WHERE rel.id = ?1"),
-            [relation_id],
-            row,
-        )
+        .prepare_cached(&format!("SELECT {COLUMNS} FROM relations rel WHERE rel.id = ?1"))?
+        .query_row([relation_id], row)
         .optional()?)
 }
 
 fn find_edge(
     conn: &Connection,
     source: &Endpoint,
-    relation: &str,
+    relation: RelationType,
     target: &Endpoint,
 ) -> StoreResult<Option<RelationRow>> {
     Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM relations rel WHERE rel.source_type = ?1 AND rel.source_id = ?2
+             AND rel.relation = ?3 AND rel.target_type = ?4 AND rel.target_id = ?5"
+        ))?
         .query_row(
-            &format!(
-                "SELECT {COLUMNS} FROM relations rel WHERE rel.source_type = ?1 AND rel.source_id = ?2
-                 AND rel.relation = ?3 AND rel.target_type = ?4 AND rel.target_id = ?5"
-            ),
             params![
                 source.entity_type,
                 source.entity_id,
@@ -168,7 +176,7 @@ fn find_edge(
 #[derive(Clone, Debug)]
 pub struct NewRelation {
     pub source: Endpoint,
-    pub relation: &'static str,
+    pub relation: RelationType,
     pub target: Endpoint,
     /// Encoded JSON object.
     pub metadata_json: String,
@@ -208,8 +216,7 @@ pub fn put(
             existing.relation_id
         )));
     }
-    let lifecycle = matches!(relation, "contradicts" | "supersedes");
-    if lifecycle {
+    if relation.is_claim_lifecycle() {
         if !source.is_claim() || !target.is_claim() {
             return Err(StoreError::Invalid(format!(
                 "{relation} relations require claim-to-claim endpoints"
@@ -225,12 +232,14 @@ pub fn put(
         }
     }
     let commit_seq = tx.next_commit_seq()?;
-    let relation_id = new_id("rel");
-    tx.conn().execute(
-        "INSERT INTO relations (id, source_type, source_id, relation, target_type, target_id, metadata_json,
-             workspace_id, project_id, task_id, component, created_at, commit_seq)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-        params![
+    let relation_id = RelationId::generate();
+    tx.conn()
+        .prepare_cached(
+            "INSERT INTO relations (id, source_type, source_id, relation, target_type, target_id, metadata_json,
+                 workspace_id, project_id, task_id, component, created_at, commit_seq)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+        )?
+        .execute(params![
             relation_id,
             source.entity_type,
             source.entity_id,
@@ -244,22 +253,21 @@ pub fn put(
             owner.component,
             tx.now_db(),
             commit_seq
-        ],
-    )?;
+        ])?;
     let stored = get(tx.conn(), &relation_id)?
         .ok_or_else(|| StoreError::Internal(format!("relation {relation_id} vanished after insert")))?;
-    tx.append_event(
+    tx.append_event(&Event {
         commit_seq,
-        "relation.put",
-        "relation",
-        &relation_id,
-        None,
-        None,
-        &event_payload(&stored)?,
-    )?;
+        operation: Operation::RelationPut,
+        entity: EventEntity::Relation,
+        entity_id: &relation_id,
+        revision_id: None,
+        actor: None,
+        payload: event_payload(&stored)?,
+    })?;
     match relation {
-        "supersedes" => claim::supersede(tx, &target.entity_id, commit_seq)?,
-        "contradicts" => {
+        RelationType::Supersedes => claim::supersede(tx, &target.entity_id, commit_seq)?,
+        RelationType::Contradicts => {
             conflict::open_case(tx, &relation_id, CONTRADICTION_CREATED, commit_seq)?;
         }
         _ => {}
@@ -270,10 +278,10 @@ pub fn put(
 /// One `relation.list` page request.
 #[derive(Clone, Debug)]
 pub struct ListQuery<'a> {
-    pub entity_type: &'a str,
+    pub entity_type: EntityType,
     pub entity_id: &'a str,
     pub direction: RelationDirection,
-    pub relation: Option<&'a str>,
+    pub relation: Option<RelationType>,
     pub before_commit_seq: Option<i64>,
     pub limit: usize,
     pub ambient: &'a Owner,
@@ -285,7 +293,7 @@ pub struct ListQuery<'a> {
 pub fn list(conn: &Connection, query: &ListQuery<'_>) -> StoreResult<(Vec<RelationRow>, bool)> {
     let mut params: Vec<SqlValue> = Vec::new();
     let anchor = |side: &str, params: &mut Vec<SqlValue>| {
-        params.push(SqlValue::Text(query.entity_type.to_owned()));
+        params.push(SqlValue::Text(query.entity_type.as_str().to_owned()));
         params.push(SqlValue::Text(query.entity_id.to_owned()));
         format!("(rel.{side}_type = ? AND rel.{side}_id = ?)")
     };
@@ -299,7 +307,7 @@ pub fn list(conn: &Connection, query: &ListQuery<'_>) -> StoreResult<(Vec<Relati
         }
     }];
     if let Some(relation) = query.relation {
-        params.push(SqlValue::Text(relation.to_owned()));
+        params.push(SqlValue::Text(relation.as_str().to_owned()));
         clauses.push("rel.relation = ?".to_owned());
     }
     if let Some(before) = query.before_commit_seq {

@@ -52,7 +52,7 @@ impl TestStore {
         let new = NewRevision {
             title: title.to_owned(),
             media_type: "text/plain; charset=utf-8".to_owned(),
-            body_text: artifact::body_text("text/plain", bytes),
+            content: bytes.to_vec(),
             blob,
             provenance_json: "{}".to_owned(),
             actor: None,
@@ -70,7 +70,7 @@ impl TestStore {
         let new = NewRevision {
             title: title.to_owned(),
             media_type: "text/plain; charset=utf-8".to_owned(),
-            body_text: artifact::body_text("text/plain", bytes),
+            content: bytes.to_vec(),
             blob,
             provenance_json: "{}".to_owned(),
             actor: None,
@@ -94,7 +94,10 @@ impl TestStore {
             actor: None,
         };
         self.store
-            .write(move |tx| claim::assert(tx, &owner(), "fact", &new, None, None).map(|(row, _)| row))
+            .write(move |tx| {
+                claim::assert(tx, &owner(), crate::protocol::claim::ClaimType::Fact, &new, None, None)
+                    .map(|(row, _)| row)
+            })
             .unwrap()
     }
 

@@ -8,6 +8,7 @@
 //! **Invariant:** nothing here writes; tombstones are written only by [`super::purge`] and by
 //! an import that reproduces them.
 
+use crate::protocol::relation::EntityType;
 use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -49,7 +50,7 @@ pub struct PurgedRevision {
 /// The tombstone of one purged entity.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Tombstone {
-    pub entity_type: String,
+    pub entity_type: EntityType,
     pub entity_id: String,
     pub reason: String,
     pub actor: Option<String>,

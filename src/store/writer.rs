@@ -257,7 +257,7 @@ fn writer_loop(conn: Connection, jobs: Receiver<Box<dyn Job>>, cap: Option<PageC
 }
 
 fn run_group(conn: &Connection, mut group: Vec<Box<dyn Job>>, cap: Option<&PageCap>) {
-    let begun = conn.execute_batch("BEGIN IMMEDIATE").and_then(|()| match cap {
+    let begun = run(conn, "BEGIN IMMEDIATE").and_then(|()| match cap {
         Some(cap) => cap.apply(conn),
         None => Ok(()),
     });
@@ -271,7 +271,7 @@ fn run_group(conn: &Connection, mut group: Vec<Box<dyn Job>>, cap: Option<&PageC
     }
     let mut aborted: Option<Arc<rusqlite::Error>> = None;
     for job in group.iter_mut() {
-        if let Err(e) = conn.execute_batch("SAVEPOINT memoree_job") {
+        if let Err(e) = run(conn, "SAVEPOINT memoree_job") {
             aborted = Some(Arc::new(e));
             break;
         }
@@ -287,9 +287,9 @@ fn run_group(conn: &Connection, mut group: Vec<Box<dyn Job>>, cap: Option<&PageC
             break;
         }
         let end = if ok {
-            conn.execute_batch("RELEASE memoree_job")
+            run(conn, "RELEASE memoree_job")
         } else {
-            conn.execute_batch("ROLLBACK TO memoree_job; RELEASE memoree_job")
+            run(conn, "ROLLBACK TO memoree_job").and_then(|()| run(conn, "RELEASE memoree_job"))
         };
         if let Err(e) = end {
             aborted = Some(Arc::new(e));
@@ -302,12 +302,18 @@ fn run_group(conn: &Connection, mut group: Vec<Box<dyn Job>>, cap: Option<&PageC
     }
     let outcome = match aborted {
         Some(e) => Err(e),
-        None => conn.execute_batch("COMMIT").map_err(Arc::new),
+        None => run(conn, "COMMIT").map_err(Arc::new),
     };
     if outcome.is_err() && !conn.is_autocommit() {
         let _ = conn.execute_batch("ROLLBACK");
     }
     group.into_iter().for_each(|job| job.finish(outcome.clone()));
+}
+
+/// Runs one transaction-control statement through the statement cache (each group runs
+/// several; parsing them every time showed up in profiles).
+fn run(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(drop)
 }
 
 /// The abort reported when SQLite ended the group transaction without a known cause.

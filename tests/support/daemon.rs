@@ -194,9 +194,12 @@ impl TestDaemon {
     }
 
     /// Sends `signal` to the daemon.
-    pub fn signal(&self, signal: libc::c_int) {
-        // SAFETY: signalling our own child by its pid.
-        assert_eq!(unsafe { libc::kill(self.child.id() as libc::pid_t, signal) }, 0);
+    pub fn signal(&self, signal: rustix::process::Signal) {
+        let pid = i32::try_from(self.child.id())
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+            .unwrap();
+        rustix::process::kill_process(pid, signal).unwrap();
     }
 
     /// Waits up to `limit` for the daemon to exit.

@@ -4,6 +4,11 @@ use chrono::TimeZone;
 
 use super::*;
 use crate::protocol::ErrorCode;
+use serde_json::{Value, json};
+
+fn value<T: serde::Serialize>(result: T) -> Value {
+    serde_json::to_value(result).unwrap()
+}
 
 fn at(day: u32) -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2030, 1, day, 12, 0, 0).unwrap()
@@ -113,7 +118,7 @@ fn credential_shapes_are_flagged_and_warned_about() {
     assert!(warning.message.contains("--allow-flagged"));
     assert!(warning.message.contains("aws_access_key, credential_assignment"));
     assert_eq!(
-        record.summary(at(1))["sensitive_flags"],
+        value(record.summary(at(1)))["sensitive_flags"],
         json!(["aws_access_key", "credential_assignment"])
     );
     assert!(
@@ -159,11 +164,11 @@ fn list_hides_expired_checkpoints_unless_asked_and_sorts_newest_first() {
     assert_eq!(sessions(store.list_at(false, now).unwrap()), vec!["new", "mid"]);
     assert_eq!(sessions(store.list_at(true, now).unwrap()), vec!["new", "mid", "old"]);
     let old = store.show("old").unwrap();
-    let summary = old.summary(now);
+    let summary = value(old.summary(now));
     assert_eq!(summary["expired"], true);
     assert_eq!(summary["expires_at"], "2030-01-15T12:00:00Z");
     assert!(summary.get("text").is_none() && summary.get("schema_version").is_none());
-    let listed = list_result(&store.list_at(false, now).unwrap(), false, now);
+    let listed = value(list_result(&store.list_at(false, now).unwrap(), false, now));
     assert_eq!(listed["recallable"], false);
     assert_eq!(listed["checkpoints"].as_array().unwrap().len(), 2);
 }
@@ -193,7 +198,7 @@ fn one_corrupt_file_fails_the_list_with_its_path() {
     fs::write(&bad, "{not json").unwrap();
     let error = store.list_at(true, at(1)).unwrap_err();
     assert!(matches!(error, CallerError::CorruptCheckpoint { ref path, .. } if *path == bad));
-    assert!(error.to_error_body().hint.unwrap().contains("delete"));
+    assert!(error.hint().unwrap().contains("delete"));
     let dropped = store.drop(&checkpoint_id("broken")).unwrap();
     assert_eq!(dropped.session_id, None);
     assert_eq!(store.list_at(true, at(1)).unwrap().len(), 1);
@@ -204,14 +209,14 @@ fn show_and_drop_accept_an_id_or_a_session_and_report_missing_ones() {
     let (_dir, store) = store();
     let record = store.write_at("s", None, "note", at(1)).unwrap();
     assert_eq!(store.show(&record.checkpoint_id).unwrap(), record);
-    assert_eq!(show_result(&record)["checkpoint"]["text"], "note");
+    assert_eq!(value(show_result(&record))["checkpoint"]["text"], "note");
     let error = store.show("nobody").unwrap_err();
     assert_eq!(error.code(), ErrorCode::NotFound);
     assert_eq!(error.to_string(), "not found: pending checkpoint nobody");
     assert_eq!(store.show("cp_../../etc").unwrap_err().code(), ErrorCode::NotFound);
     let dropped = store.drop("s").unwrap();
     assert_eq!(
-        dropped.to_json(),
+        value(dropped.result()),
         json!({"dropped": true, "checkpoint_id": record.checkpoint_id, "session_id": "s", "recoverable": false})
     );
     assert_eq!(store.drop("s").unwrap_err().code(), ErrorCode::NotFound);
@@ -239,7 +244,7 @@ fn flagged_checkpoints_are_refused_for_remember_unless_allowed() {
 fn the_write_result_is_pending_and_not_recallable() {
     let (_dir, store) = store();
     let record = store.write_at("s", Some("t"), "note", at(1)).unwrap();
-    let result = write_result(&record, at(2));
+    let result = value(write_result(&record, at(2)));
     assert_eq!(result["pending"], true);
     assert_eq!(result["recallable"], false);
     assert_eq!(result["checkpoint"]["task"], "t");

@@ -149,14 +149,10 @@ fn read_capped(mut reader: impl Read, cap: usize) -> Captured {
 
 /// Sends SIGKILL to every process in the group the child leads.
 fn kill_group(group: u32) {
-    let Ok(pgid) = libc::pid_t::try_from(group) else {
+    let Some(pgid) = i32::try_from(group).ok().and_then(rustix::process::Pid::from_raw) else {
         return;
     };
-    // SAFETY: kill(2) has no memory-safety preconditions; a negative pid addresses the
-    // process group, which exists while any of the child's group members are alive.
-    unsafe {
-        libc::kill(-pgid, libc::SIGKILL);
-    }
+    let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
 }
 
 /// A private (0700) temporary directory removed, with its contents, on drop.

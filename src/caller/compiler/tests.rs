@@ -4,6 +4,7 @@ use super::*;
 use crate::caller::proposal::ClaimType;
 use crate::caller::test_support::{FakeCompiler, minimal_env, retry_text_busy, write_script};
 use crate::protocol::ErrorCode;
+use serde_json::json;
 
 fn reasoner_parts(error: CallerError) -> (String, bool, String) {
     match error {
@@ -285,14 +286,14 @@ fn codex_is_found_only_as_an_executable_file_on_path() {
 #[test]
 fn the_compiler_report_omits_the_model_when_there_is_none() {
     assert_eq!(
-        CompilerReport::raw().to_json(),
+        serde_json::to_value(CompilerReport::raw().info()).unwrap(),
         json!({"mode": "raw", "schema_version": 2})
     );
     let codex = Compiler::new(CompilerSpec::Codex { allow_api_key: false })
         .report()
-        .to_json();
+        .info();
     assert_eq!(
-        codex,
+        serde_json::to_value(codex).unwrap(),
         json!({"mode": "codex_cli_chatgpt", "model": "gpt-5.6-luna", "schema_version": 2})
     );
 }

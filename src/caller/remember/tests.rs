@@ -4,6 +4,11 @@ use crate::caller::findings::{MUTABLE_OBSERVATION, QUOTE_REJECTED, RELATIONS_NOT
 use crate::caller::proposal::{ClaimType, EvidenceSpan};
 use crate::caller::test_support::FakeCompiler;
 use crate::protocol::ErrorCode;
+use serde_json::{Value, json};
+
+fn value<T: serde::Serialize>(result: T) -> Value {
+    serde_json::to_value(result).unwrap()
+}
 
 fn inline(text: &str) -> RememberSource {
     RememberSource::from_bytes(text.as_bytes().to_vec(), SourceCapture::Inline, "inline").unwrap()
@@ -24,7 +29,7 @@ fn a_valid_proposal_becomes_a_plan_with_exact_spans() {
         ]}"#,
     );
     let plan = plan(inline(NOTE), &RememberOptions::default(), Some(&fake.compiler())).unwrap();
-    let preview = plan.preview_result();
+    let preview = value(plan.preview_result());
     assert_eq!(preview["applied"], false);
     assert_eq!(
         preview["input_digest"],
@@ -75,7 +80,7 @@ fn injected_instructions_are_only_data() {
     let plan = plan(inline(&note), &RememberOptions::default(), Some(&fake.compiler())).unwrap();
     assert_eq!(plan.claims.accepted[0].statement, injected);
     let assert = &plan.claim_asserts("art_1", "arev_1", "a")[0];
-    assert_eq!(assert.input["statement"], injected);
+    assert_eq!(assert.input.statement, injected);
     assert!(!pwned.exists(), "content was executed");
 }
 
@@ -116,7 +121,10 @@ fn an_empty_proposal_is_a_plan_without_claims_or_self_attestation() {
     .unwrap();
     assert!(plan.claims.accepted.is_empty());
     assert!(plan.quality.findings.is_empty());
-    assert_eq!(plan.preview_result()["plan"]["quality"]["requires_review"], false);
+    assert_eq!(
+        value(plan.preview_result())["plan"]["quality"]["requires_review"],
+        false
+    );
     assert!(plan.claim_asserts("art", "arev", "a").is_empty());
 }
 
@@ -133,13 +141,13 @@ fn raw_plans_store_only_the_artifact_and_skip_the_compiler() {
     let big = "x".repeat(MAX_COMPILE_SOURCE_BYTES + 1);
     let plan = plan(inline(&big), &RememberOptions::default(), None).unwrap();
     assert_eq!(
-        plan.preview_result()["compiler"],
+        value(plan.preview_result())["compiler"],
         json!({"mode": "raw", "schema_version": 2})
     );
     assert!(plan.quality.findings.is_empty());
     let put = plan.artifact_put("me");
     assert_eq!(
-        put.input["provenance"],
+        wire(&put.input)["provenance"],
         json!({"source": "inline", "input_digest": plan.input_digest, "remember_schema_version": 2, "compiler": "raw"})
     );
     let compiler = Compiler::new(CompilerSpec::Command {
@@ -148,6 +156,11 @@ fn raw_plans_store_only_the_artifact_and_skip_the_compiler() {
     });
     let error = super::plan(inline(&big), &RememberOptions::default(), Some(&compiler)).unwrap_err();
     assert!(error.to_string().contains("--raw --apply"));
+}
+
+/// The input as it goes on the wire (and into the request fingerprint).
+fn wire(input: &impl serde::Serialize) -> serde_json::Value {
+    serde_json::to_value(input).unwrap()
 }
 
 #[test]
@@ -167,9 +180,9 @@ fn the_artifact_put_carries_the_exact_text_and_provenance() {
     )
     .unwrap();
     let put = plan.artifact_put("memoree.remember");
-    assert_eq!(put.op, Operation::ArtifactPut);
+    assert_eq!(put.op(), Operation::ArtifactPut);
     assert_eq!(
-        put.input,
+        wire(&put.input),
         json!({
             "kind": "design.note",
             "title": "T",
@@ -240,12 +253,13 @@ fn idempotency_keys_are_deterministic_and_anchored_to_spans() {
         blake3::hash(format!("{logical}\0claim-spans:0-7,18-26").as_bytes()).to_hex()
     );
     assert_eq!(asserts[0].idempotency_key, claim_key);
-    assert_eq!(asserts[0].op, Operation::ClaimAssert);
+    assert_eq!(asserts[0].op(), Operation::ClaimAssert);
+    let input = wire(&asserts[0].input);
     assert_eq!(
-        asserts[0].input["evidence"][0],
+        input["evidence"][0],
         json!({"artifact_id": "art_1", "revision_id": "arev_1", "start_byte": 0, "end_byte": 7})
     );
-    assert!(asserts[0].input.get("confidence").is_none() && asserts[0].input.get("valid_until").is_none());
+    assert!(input.get("confidence").is_none() && input.get("valid_until").is_none());
 
     // A reworded retry over the same spans keeps its key; different spans do not.
     let reworded = plan_of(vec![planned("A, reworded", &[(0, 7), (18, 26)])], None);
@@ -292,11 +306,11 @@ fn claims_sharing_spans_get_distinct_keys() {
 #[test]
 fn the_applied_result_adds_the_mutation_results() {
     let plan = plan_of(vec![], None);
-    let applied = plan.applied_result(json!({"artifact_id": "art_1"}), vec![]);
+    let applied = value(plan.applied_result(json!({"artifact_id": "art_1"}), vec![]));
     assert_eq!(applied["applied"], true);
     assert_eq!(applied["artifact"]["artifact_id"], "art_1");
     assert!(applied.get("stored_claims").is_none());
-    let with_claims = plan.applied_result(json!({}), vec![json!({"claim_id": "clm_1"})]);
+    let with_claims = value(plan.applied_result(json!({}), vec![json!({"claim_id": "clm_1"})]));
     assert_eq!(with_claims["stored_claims"][0]["claim_id"], "clm_1");
 }
 

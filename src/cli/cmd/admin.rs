@@ -4,11 +4,16 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use serde_json::json;
 
 use crate::cli::GlobalArgs;
-use crate::cli::request::{Call, invalid, io_failure};
-use crate::protocol::{CLI_REQUEST_ID, Operation, Response};
+use crate::cli::error::{CliError, CliResult};
+use crate::cli::request::Call;
+use crate::protocol::admin::{
+    BackupCreateInput, DoctorInput, InstructionsFormat, InstructionsInput, ReindexInput, VerifyInput,
+};
+use crate::protocol::local::RestoreResult;
+use crate::protocol::meta::{CapabilitiesInput, SchemaInput};
+use crate::protocol::{RequestId, Response};
 
 /// What this binary implements, its limits and guarantees.
 #[derive(Debug, Args)]
@@ -82,47 +87,51 @@ struct CreateArgs {
     dest: PathBuf,
 }
 
-pub(crate) fn capabilities(global: &GlobalArgs) -> Response {
-    Call::new(Operation::Capabilities, json!({})).send(global)
+pub(crate) fn capabilities(global: &GlobalArgs) -> CliResult<Response> {
+    Call::new(CapabilitiesInput {}).send(global)
 }
 
-pub(crate) fn instructions(args: InstructionsArgs, global: &GlobalArgs) -> Response {
-    Call::new(Operation::Instructions, json!({"format": args.format})).send(global)
+pub(crate) fn instructions(args: InstructionsArgs, global: &GlobalArgs) -> CliResult<Response> {
+    let format: InstructionsFormat = args
+        .format
+        .parse()
+        .map_err(|e| CliError::Invalid(format!("invalid input for instructions: format: {e}")))?;
+    Call::new(InstructionsInput { format }).send(global)
 }
 
-pub(crate) fn schema(global: &GlobalArgs) -> Response {
-    Call::new(Operation::Schema, json!({})).send(global)
+pub(crate) fn schema(global: &GlobalArgs) -> CliResult<Response> {
+    Call::new(SchemaInput {}).send(global)
 }
 
-pub(crate) fn doctor(global: &GlobalArgs) -> Response {
-    Call::new(Operation::Doctor, json!({})).send(global)
+pub(crate) fn doctor(global: &GlobalArgs) -> CliResult<Response> {
+    Call::new(DoctorInput {}).send(global)
 }
 
-pub(crate) fn verify(global: &GlobalArgs) -> Response {
-    Call::new(Operation::Verify, json!({})).send(global)
+pub(crate) fn verify(global: &GlobalArgs) -> CliResult<Response> {
+    Call::new(VerifyInput {}).send(global)
 }
 
-pub(crate) fn reindex(global: &GlobalArgs) -> Response {
-    Call::new(Operation::Reindex, json!({})).send(global)
+pub(crate) fn reindex(global: &GlobalArgs) -> CliResult<Response> {
+    Call::new(ReindexInput {}).send(global)
 }
 
-pub(crate) fn backup(args: BackupArgs, global: &GlobalArgs) -> Response {
+pub(crate) fn backup(args: BackupArgs, global: &GlobalArgs) -> CliResult<Response> {
     let args = match args.command {
         BackupCommand::Create(args) => args,
         BackupCommand::Restore(args) => return restore(args),
     };
-    let destination = match absolute(&args.dest) {
-        Ok(path) => path,
-        Err(e) => return io_failure(CLI_REQUEST_ID, "reading the working directory", e),
-    };
+    let destination = absolute(&args.dest).map_err(|e| CliError::io("reading the working directory", e))?;
     let Some(destination) = destination.to_str() else {
-        return invalid(format_args!(
+        return Err(CliError::Invalid(format!(
             "backup destination {} is not valid UTF-8",
             destination.display()
-        ));
+        ))
+        .into());
     };
-    let input = json!({"destination": destination});
-    Call::new(Operation::BackupCreate, input).send(global)
+    let input = BackupCreateInput {
+        destination: destination.to_owned(),
+    };
+    Call::new(input).send(global)
 }
 
 /// The daemon runs elsewhere, so a relative path is joined to this process's working
@@ -134,36 +143,26 @@ fn absolute(path: &Path) -> std::io::Result<PathBuf> {
     Ok(std::env::current_dir()?.join(path))
 }
 
-fn restore(args: RestoreArgs) -> Response {
-    let request_id = crate::cli::request::new_request_id();
+fn restore(args: RestoreArgs) -> CliResult<Response> {
+    let request_id = RequestId::generate();
+    let failed = |error: CliError| error.at(request_id.clone());
     let data_dir = match args.data_dir {
         Some(dir) => dir,
-        None => match crate::paths::Paths::from_env() {
-            Ok(paths) => paths.data_dir,
-            Err(e) => return Response::failure(&request_id, crate::protocol::ErrorBody::new(e.code(), e.to_string())),
-        },
+        None => crate::paths::Paths::from_env().map_err(|e| failed(e.into()))?.data_dir,
     };
-    let source = match absolute(&args.src) {
-        Ok(path) => path,
-        Err(e) => return io_failure(&request_id, "reading the working directory", e),
+    let source = absolute(&args.src).map_err(|e| failed(CliError::io("reading the working directory", e)))?;
+    let report = crate::store::restore::restore(&source, &data_dir)
+        .map_err(|e| failed(crate::service::ServiceError::Store(e).into()))?;
+    let result = RestoreResult {
+        source: source.display().to_string(),
+        data_dir: report.data_dir.display().to_string(),
+        commit_seq: report.commit_seq,
+        artifact_revisions: report.artifact_revisions,
+        claim_revisions: report.claim_revisions,
+        restored_external_blobs: report.restored_external_blobs,
     };
-    match crate::store::restore::restore(&source, &data_dir) {
-        Ok(report) => Response::success(
-            request_id,
-            json!({
-                "source": source.display().to_string(),
-                "data_dir": report.data_dir.display().to_string(),
-                "commit_seq": report.commit_seq,
-                "artifact_revisions": report.artifact_revisions,
-                "claim_revisions": report.claim_revisions,
-                "restored_external_blobs": report.restored_external_blobs,
-            }),
-        ),
-        Err(error) => Response::failure(
-            request_id,
-            crate::service::error_body(&crate::service::ServiceError::Store(error)),
-        ),
-    }
+    let result = serde_json::to_value(result).map_err(|e| failed(CliError::Internal(e.to_string())))?;
+    Ok(Response::success(request_id, result))
 }
 
 #[cfg(test)]

@@ -12,14 +12,18 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use clap::{Args, Subcommand};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::cli::GlobalArgs;
-use crate::cli::request::{Call, insert_actor, insert_opt, invalid, io_failure, settle, too_large};
+use crate::cli::error::{CliError, CliResult};
+use crate::cli::request::{Call, actor_from_env};
 use crate::fsutil::{self, FsError};
-use crate::protocol::artifact::{ArtifactContent, DEFAULT_MEDIA_TYPE};
+use crate::protocol::Response;
+use crate::protocol::artifact::{
+    ArtifactContent, ArtifactForgetInput, ArtifactGetInput, ArtifactHistoryInput, ArtifactPutInput,
+    ArtifactReviseInput, DEFAULT_MEDIA_TYPE,
+};
 use crate::protocol::limits::{MAX_ARTIFACT_BYTES, MAX_ENCODED_CONTENT_BYTES};
-use crate::protocol::{ErrorBody, ErrorCode, Operation, Response};
 
 /// The media type of a file whose extension says nothing.
 const FALLBACK_MEDIA_TYPE: &str = "application/octet-stream";
@@ -130,77 +134,80 @@ struct ForgetArgs {
     idempotency_key: Option<String>,
 }
 
-pub(crate) fn run(args: ArtifactArgs, global: &GlobalArgs) -> Response {
-    settle(match args.command {
+pub(crate) fn run(args: ArtifactArgs, global: &GlobalArgs) -> CliResult<Response> {
+    match args.command {
         ArtifactCommand::Put(args) => put(args, global),
-        ArtifactCommand::Get(args) => Ok(get(args, global)),
+        ArtifactCommand::Get(args) => get(args, global),
         ArtifactCommand::Revise(args) => revise(args, global),
-        ArtifactCommand::History(args) => Ok(history(args, global)),
-        ArtifactCommand::Forget(args) => Ok(forget(args, global)),
-        ArtifactCommand::Purge(args) => Ok(super::portable::artifact_purge(args, global)),
-    })
-}
-
-fn put(args: PutArgs, global: &GlobalArgs) -> Result<Response, Response> {
-    let source = Source::read(&args.source)?;
-    let mut input = Map::new();
-    input.insert("kind".to_owned(), Value::from(args.kind));
-    input.insert(
-        "title".to_owned(),
-        Value::from(args.title.unwrap_or_else(|| source.label.clone())),
-    );
-    let media_type = args.media_type.unwrap_or_else(|| source.guessed_media_type());
-    input.insert("media_type".to_owned(), Value::from(media_type));
-    input.insert("provenance".to_owned(), json!({"source": source.label}));
-    input.insert("content".to_owned(), content_value(source.bytes));
-    insert_actor(&mut input)?;
-    Ok(Call::new(Operation::ArtifactPut, input)
-        .idempotency_key(args.idempotency_key)
-        .send(global))
-}
-
-fn revise(args: ReviseArgs, global: &GlobalArgs) -> Result<Response, Response> {
-    let source = Source::read(&args.source)?;
-    let mut input = Map::new();
-    input.insert("artifact_id".to_owned(), Value::from(args.artifact_id));
-    input.insert("if_revision".to_owned(), Value::from(args.if_revision));
-    insert_opt(&mut input, "title", args.title);
-    insert_opt(&mut input, "media_type", args.media_type);
-    input.insert("provenance".to_owned(), json!({"source": source.label}));
-    input.insert("content".to_owned(), content_value(source.bytes));
-    insert_actor(&mut input)?;
-    Ok(Call::new(Operation::ArtifactRevise, input)
-        .idempotency_key(args.idempotency_key)
-        .send(global))
-}
-
-fn get(args: GetArgs, global: &GlobalArgs) -> Response {
-    let mut input = Map::new();
-    input.insert("artifact_id".to_owned(), Value::from(args.artifact_id));
-    insert_opt(&mut input, "revision_id", args.revision);
-    if args.metadata_only && args.output.is_none() {
-        input.insert("include_content".to_owned(), Value::Bool(false));
+        ArtifactCommand::History(args) => history(args, global),
+        ArtifactCommand::Forget(args) => forget(args, global),
+        ArtifactCommand::Purge(args) => super::portable::artifact_purge(args, global),
     }
-    let response = Call::new(Operation::ArtifactGet, input).send(global);
+}
+
+/// The provenance of content read by the CLI: `{"source": <canonical path or stdin>}`.
+fn provenance(source: &Source) -> Map<String, Value> {
+    Map::from_iter([("source".to_owned(), Value::from(source.label.as_str()))])
+}
+
+fn put(args: PutArgs, global: &GlobalArgs) -> CliResult<Response> {
+    let source = Source::read(&args.source)?;
+    let input = ArtifactPutInput {
+        kind: args.kind,
+        title: args.title.unwrap_or_else(|| source.label.clone()),
+        media_type: args.media_type.unwrap_or_else(|| source.guessed_media_type()),
+        provenance: provenance(&source),
+        content: content(source.bytes),
+        actor: actor_from_env()?,
+    };
+    Call::new(input).idempotency_key(args.idempotency_key).send(global)
+}
+
+fn revise(args: ReviseArgs, global: &GlobalArgs) -> CliResult<Response> {
+    let source = Source::read(&args.source)?;
+    let input = ArtifactReviseInput {
+        artifact_id: args.artifact_id.into(),
+        if_revision: args.if_revision.into(),
+        title: args.title,
+        media_type: args.media_type,
+        provenance: provenance(&source),
+        content: content(source.bytes),
+        actor: actor_from_env()?,
+    };
+    Call::new(input).idempotency_key(args.idempotency_key).send(global)
+}
+
+fn get(args: GetArgs, global: &GlobalArgs) -> CliResult<Response> {
+    let input = ArtifactGetInput {
+        artifact_id: args.artifact_id.into(),
+        revision_id: args.revision.map(Into::into),
+        include_content: !(args.metadata_only && args.output.is_none()),
+    };
+    let response = Call::new(input).send(global)?;
     match &args.output {
-        Some(dest) if response.ok => materialize(response, dest, args.force),
-        _ => response,
+        Some(dest) if response.ok => {
+            let request_id = response.request_id.clone();
+            materialize(response, dest, args.force).map_err(|e| e.at(request_id))
+        }
+        _ => Ok(response),
     }
 }
 
-fn history(args: HistoryArgs, global: &GlobalArgs) -> Response {
-    let mut input = Map::new();
-    input.insert("artifact_id".to_owned(), Value::from(args.artifact_id));
-    input.insert("limit".to_owned(), Value::from(args.limit));
-    insert_opt(&mut input, "before_revision_number", args.before_revision_number);
-    Call::new(Operation::ArtifactHistory, input).send(global)
+fn history(args: HistoryArgs, global: &GlobalArgs) -> CliResult<Response> {
+    let input = ArtifactHistoryInput {
+        artifact_id: args.artifact_id.into(),
+        limit: args.limit,
+        before_revision_number: args.before_revision_number,
+    };
+    Call::new(input).send(global)
 }
 
-fn forget(args: ForgetArgs, global: &GlobalArgs) -> Response {
-    let input = json!({"artifact_id": args.artifact_id, "reason": args.reason});
-    Call::new(Operation::ArtifactForget, input)
-        .idempotency_key(args.idempotency_key)
-        .send(global)
+fn forget(args: ForgetArgs, global: &GlobalArgs) -> CliResult<Response> {
+    let input = ArtifactForgetInput {
+        artifact_id: args.artifact_id.into(),
+        reason: args.reason,
+    };
+    Call::new(input).idempotency_key(args.idempotency_key).send(global)
 }
 
 /// Content read from a file or stdin, with its provenance label.
@@ -215,7 +222,7 @@ struct Source {
 impl Source {
     /// Reads `-` (stdin) or a file. A file over the limit is refused from its metadata,
     /// before any byte is read; stdin is read at most one byte past the limit.
-    fn read(arg: &str) -> Result<Source, Response> {
+    fn read(arg: &str) -> Result<Source, CliError> {
         if arg == "-" {
             let bytes = read_limited(std::io::stdin().lock(), "stdin")?;
             return Ok(Source {
@@ -224,18 +231,17 @@ impl Source {
                 path: None,
             });
         }
-        let path =
-            std::fs::canonicalize(arg).map_err(|e| invalid(format_args!("cannot read input file {arg}: {e}")))?;
-        let metadata = std::fs::metadata(&path)
-            .map_err(|e| invalid(format_args!("cannot read input file {}: {e}", path.display())))?;
+        let invalid = |message: String| CliError::Invalid(message);
+        let path = std::fs::canonicalize(arg).map_err(|e| invalid(format!("cannot read input file {arg}: {e}")))?;
+        let metadata =
+            std::fs::metadata(&path).map_err(|e| invalid(format!("cannot read input file {}: {e}", path.display())))?;
         if !metadata.is_file() {
-            return Err(invalid(format_args!("input {} is not a regular file", path.display())));
+            return Err(invalid(format!("input {} is not a regular file", path.display())));
         }
         if metadata.len() > MAX_ARTIFACT_BYTES as u64 {
             return Err(artifact_too_large(&path.display().to_string()));
         }
-        let file =
-            File::open(&path).map_err(|e| invalid(format_args!("cannot read input file {}: {e}", path.display())))?;
+        let file = File::open(&path).map_err(|e| invalid(format!("cannot read input file {}: {e}", path.display())))?;
         let bytes = read_limited(file, &path.display().to_string())?;
         Ok(Source {
             bytes,
@@ -260,31 +266,30 @@ fn guess_media_type(path: &Path) -> String {
         .to_owned()
 }
 
-fn read_limited(reader: impl Read, what: &str) -> Result<Vec<u8>, Response> {
+fn read_limited(reader: impl Read, what: &str) -> Result<Vec<u8>, CliError> {
     let mut bytes = Vec::new();
     reader
         .take(MAX_ARTIFACT_BYTES as u64 + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| io_failure(crate::protocol::CLI_REQUEST_ID, format_args!("reading {what}"), e))?;
+        .map_err(|e| CliError::io(format_args!("reading {what}"), e))?;
     if bytes.len() > MAX_ARTIFACT_BYTES {
         return Err(artifact_too_large(what));
     }
     Ok(bytes)
 }
 
-fn artifact_too_large(what: &str) -> Response {
-    too_large(format_args!("{what} exceeds {MAX_ARTIFACT_BYTES} bytes"))
+fn artifact_too_large(what: &str) -> CliError {
+    CliError::TooLarge(format!("{what} exceeds {MAX_ARTIFACT_BYTES} bytes"))
 }
 
 /// `text` when the bytes are UTF-8 and stay within the encoded limit as a JSON string,
 /// `base64` otherwise.
-fn content_value(bytes: Vec<u8>) -> Value {
-    let content = match String::from_utf8(bytes) {
+fn content(bytes: Vec<u8>) -> ArtifactContent {
+    match String::from_utf8(bytes) {
         Ok(text) if json_string_len(&text) <= MAX_ENCODED_CONTENT_BYTES => ArtifactContent::Text(text),
         Ok(text) => ArtifactContent::Base64(base64::engine::general_purpose::STANDARD.encode(text)),
         Err(e) => ArtifactContent::Base64(base64::engine::general_purpose::STANDARD.encode(e.into_bytes())),
-    };
-    serde_json::to_value(content).expect("artifact content always serializes")
+    }
 }
 
 /// The length of `text` as an escaped JSON string, quotes excluded.
@@ -293,83 +298,61 @@ fn json_string_len(text: &str) -> usize {
 }
 
 /// Writes the content of a successful `artifact.get` to `dest` and replaces `content` in
-/// the result with `materialized_path` (the path as given).
-fn materialize(mut response: Response, dest: &Path, force: bool) -> Response {
-    let request_id = response.request_id.clone();
-    let fail = |code: ErrorCode, message: String| Response::failure(&request_id, ErrorBody::new(code, message));
+/// the result with `materialized_path` (the path as given). The rest of the result is
+/// printed as the daemon sent it.
+fn materialize(mut response: Response, dest: &Path, force: bool) -> Result<Response, CliError> {
     let Some(result) = response.result.as_mut().and_then(Value::as_object_mut) else {
-        return fail(
-            ErrorCode::InternalError,
-            "internal error: artifact.get returned no result object".to_owned(),
-        );
+        return Err(CliError::Internal("artifact.get returned no result object".to_owned()));
     };
     let content = result.remove("content").map(serde_json::from_value::<ArtifactContent>);
     let bytes = match content {
         Some(Ok(ArtifactContent::Text(text))) => text.into_bytes(),
-        Some(Ok(ArtifactContent::Base64(data))) => match base64::engine::general_purpose::STANDARD.decode(data) {
-            Ok(bytes) => bytes,
-            Err(e) => {
-                return fail(
-                    ErrorCode::IntegrityError,
-                    format!("integrity check failed: artifact content is not valid base64: {e}"),
-                );
-            }
-        },
-        Some(Err(e)) => {
-            return fail(
-                ErrorCode::InternalError,
-                format!("internal error: artifact content is malformed: {e}"),
-            );
-        }
+        Some(Ok(ArtifactContent::Base64(data))) => base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .map_err(|e| CliError::Integrity(format!("artifact content is not valid base64: {e}")))?,
+        Some(Err(e)) => return Err(CliError::Internal(format!("artifact content is malformed: {e}"))),
         None => {
-            return fail(
-                ErrorCode::InternalError,
-                "internal error: artifact.get returned no content to write".to_owned(),
-            );
+            return Err(CliError::Internal(
+                "artifact.get returned no content to write".to_owned(),
+            ));
         }
     };
     // --force replaces a file or a symbolic link, never a directory.
     if std::fs::symlink_metadata(dest).is_ok_and(|meta| meta.is_dir()) {
-        return fail(
-            ErrorCode::InvalidRequest,
-            format!("invalid request: output {} is a directory; name a file", dest.display()),
-        );
+        return Err(CliError::Invalid(format!(
+            "output {} is a directory; name a file",
+            dest.display()
+        )));
     }
     if let Some(parent) = dest.parent().filter(|p| !p.as_os_str().is_empty())
         && let Err(e) = std::fs::create_dir_all(parent)
     {
         if unusable_output(&e) {
-            return fail(
-                ErrorCode::InvalidRequest,
-                format!(
-                    "invalid request: cannot create the output directory {}: {e}",
-                    parent.display()
-                ),
-            );
+            return Err(CliError::Invalid(format!(
+                "cannot create the output directory {}: {e}",
+                parent.display()
+            )));
         }
-        return io_failure(&request_id, format_args!("creating {}", parent.display()), e);
+        return Err(CliError::io(format_args!("creating {}", parent.display()), e));
     }
     match fsutil::write_atomic(dest, &bytes, force) {
         Ok(()) => {}
         Err(FsError::AlreadyExists { .. }) => {
-            return fail(
-                ErrorCode::InvalidRequest,
-                format!(
-                    "invalid request: output already exists (pass --force to replace it): {}",
-                    dest.display()
-                ),
-            );
+            return Err(CliError::Invalid(format!(
+                "output already exists (pass --force to replace it): {}",
+                dest.display()
+            )));
         }
         Err(FsError::Io { source, .. }) if unusable_output(&source) => {
-            return fail(
-                ErrorCode::InvalidRequest,
-                format!("invalid request: cannot write output {}: {source}", dest.display()),
-            );
+            return Err(CliError::Invalid(format!(
+                "cannot write output {}: {source}",
+                dest.display()
+            )));
         }
-        Err(e) => return fail(ErrorCode::InternalError, format!("I/O error: {e}")),
+        Err(e) => return Err(CliError::Fs(e)),
     }
     result.insert("materialized_path".to_owned(), Value::from(dest.display().to_string()));
-    response
+    Ok(response)
 }
 
 /// Failures that say the output path itself is unusable (a file where a directory must
@@ -408,19 +391,15 @@ mod tests {
 
     #[test]
     fn utf8_is_sent_as_text_and_other_bytes_as_base64() {
-        assert_eq!(content_value(b"hi\n".to_vec()), json!({"type": "text", "data": "hi\n"}));
-        assert_eq!(
-            content_value(vec![0xff, 0x00]),
-            json!({"type": "base64", "data": "/wA="})
-        );
+        assert_eq!(content(b"hi\n".to_vec()), ArtifactContent::Text("hi\n".to_owned()));
+        assert_eq!(content(vec![0xff, 0x00]), ArtifactContent::Base64("/wA=".to_owned()));
     }
 
     #[test]
     fn text_whose_escaping_would_pass_the_encoded_limit_goes_as_base64() {
         // Every NUL escapes to six bytes (`\u0000`), so 8 MiB of them exceed 12 MiB encoded.
         let nuls = vec![0u8; MAX_ARTIFACT_BYTES];
-        let value = content_value(nuls);
-        assert_eq!(value["type"], "base64");
+        assert!(matches!(content(nuls), ArtifactContent::Base64(_)));
         assert_eq!(json_string_len("a\"b"), 4);
     }
 }

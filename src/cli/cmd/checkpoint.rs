@@ -12,9 +12,9 @@ use super::remember::{self, Mode};
 use crate::caller::CallerError;
 use crate::caller::checkpoint::{self, CheckpointStore};
 use crate::cli::GlobalArgs;
-use crate::cli::request::new_request_id;
+use crate::cli::error::{CliError, CliResult};
 use crate::paths::Paths;
-use crate::protocol::Response;
+use crate::protocol::{RequestId, Response};
 
 /// Save a private, unsearchable note for a session (last write wins).
 #[derive(Debug, Args)]
@@ -85,50 +85,54 @@ struct PromoteArgs {
     idempotency_key: Option<String>,
 }
 
-pub(crate) fn checkpoint(args: CheckpointArgs) -> Response {
-    let request_id = new_request_id();
-    let written = checkpoint::read_checkpoint_text(&args.text, std::io::stdin().lock())
-        .and_then(|text| open_store()?.write(&args.session, args.task.as_deref(), &text));
-    match written {
-        Ok(record) => {
-            let mut response = Response::success(request_id, checkpoint::write_result(&record, Utc::now()));
-            response.warnings.extend(record.sensitive_warning());
-            response
+pub(crate) fn checkpoint(args: CheckpointArgs) -> CliResult<Response> {
+    let request_id = RequestId::generate();
+    let record = checkpoint::read_checkpoint_text(&args.text, std::io::stdin().lock())
+        .and_then(|text| open_store()?.write(&args.session, args.task.as_deref(), &text))
+        .map_err(|e| CliError::from(e).at(request_id.clone()))?;
+    let mut response = success(request_id, &checkpoint::write_result(&record, Utc::now()))?;
+    response.warnings.extend(record.sensitive_warning());
+    Ok(response)
+}
+
+pub(crate) fn pending(args: PendingArgs, global: &GlobalArgs) -> CliResult<Response> {
+    let request_id = RequestId::generate();
+    let failed = |e: CallerError| CliError::from(e).at(request_id.clone());
+    match args.command {
+        PendingCommand::List { all } => {
+            let store = open_store().map_err(failed)?;
+            let records = store.list(all).map_err(failed)?;
+            success(request_id.clone(), &checkpoint::list_result(&records, all, Utc::now()))
         }
-        Err(error) => Response::failure(request_id, error.to_error_body()),
+        PendingCommand::Show { id } => {
+            let record = open_store().and_then(|store| store.show(&id)).map_err(failed)?;
+            success(request_id.clone(), &checkpoint::show_result(&record))
+        }
+        PendingCommand::Drop { id } => {
+            let dropped = open_store().and_then(|store| store.drop(&id)).map_err(failed)?;
+            success(request_id.clone(), &dropped.result())
+        }
+        PendingCommand::Preview(args) => promote(&request_id, args, false, global),
+        PendingCommand::Apply(args) => promote(&request_id, args, true, global),
     }
 }
 
-pub(crate) fn pending(args: PendingArgs, global: &GlobalArgs) -> Response {
-    let request_id = new_request_id();
-    let result = match args.command {
-        PendingCommand::List { all } => {
-            open_store().and_then(|store| Ok(checkpoint::list_result(&store.list(all)?, all, Utc::now())))
-        }
-        PendingCommand::Show { id } => open_store().and_then(|store| Ok(checkpoint::show_result(&store.show(&id)?))),
-        PendingCommand::Drop { id } => open_store().and_then(|store| Ok(store.drop(&id)?.to_json())),
-        PendingCommand::Preview(args) => return promote(&request_id, args, false, global),
-        PendingCommand::Apply(args) => return promote(&request_id, args, true, global),
-    };
-    match result {
-        Ok(result) => Response::success(request_id, result),
-        Err(error) => Response::failure(request_id, error.to_error_body()),
+/// A success envelope for a local result.
+fn success(request_id: RequestId, result: &impl serde::Serialize) -> CliResult<Response> {
+    match serde_json::to_value(result) {
+        Ok(result) => Ok(Response::success(request_id, result)),
+        Err(e) => Err(CliError::Internal(e.to_string()).at(request_id)),
     }
 }
 
 /// Runs the remember flow on a stored checkpoint (preview, or apply with `apply`).
-fn promote(request_id: &str, args: PromoteArgs, apply: bool, global: &GlobalArgs) -> Response {
-    let prepared = open_store()
+fn promote(request_id: &RequestId, args: PromoteArgs, apply: bool, global: &GlobalArgs) -> CliResult<Response> {
+    let failed = |error: CliError| error.at(request_id.clone());
+    let (note, options) = open_store()
         .and_then(|store| store.show(&args.id))
-        .and_then(|record| record.remember_input(args.allow_flagged, args.idempotency_key));
-    let (note, options) = match prepared {
-        Ok(prepared) => prepared,
-        Err(error) => return Response::failure(request_id, error.to_error_body()),
-    };
-    let (context, source) = match require_context("pending") {
-        Ok(resolved) => resolved,
-        Err(body) => return Response::failure(request_id, body),
-    };
+        .and_then(|record| record.remember_input(args.allow_flagged, args.idempotency_key))
+        .map_err(|e| failed(e.into()))?;
+    let (context, source) = require_context("pending").map_err(failed)?;
     let mode = Mode {
         raw: false,
         allow_api_key: args.allow_api_key,

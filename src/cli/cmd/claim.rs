@@ -3,14 +3,16 @@
 //! Statements are the trailing words joined with single spaces. `--evidence` takes
 //! `ARTIFACT_ID@REVISION_ID[#START-END]` (see [`crate::cli::evidence`]) and may repeat.
 
-use clap::{Args, Subcommand, ValueEnum};
-use serde_json::{Map, Value, json};
+use clap::{Args, Subcommand};
 
 use crate::cli::GlobalArgs;
+use crate::cli::error::{CliError, CliResult};
 use crate::cli::evidence::parse_locator;
-use crate::cli::request::{Call, insert_actor, insert_opt, invalid, settle};
-use crate::protocol::claim::ClaimType;
-use crate::protocol::{Operation, Response};
+use crate::cli::request::{Call, actor_from_env};
+use crate::protocol::Response;
+use crate::protocol::claim::{
+    ClaimAssertInput, ClaimGetInput, ClaimHistoryInput, ClaimRetractInput, ClaimReviseInput, ClaimType, EvidenceLocator,
+};
 
 /// Assert, read, revise and retract claims (typed statements citing exact evidence).
 #[derive(Debug, Args)]
@@ -32,30 +34,6 @@ enum ClaimCommand {
     Purge(super::portable::ClaimPurgeArgs),
 }
 
-/// The six claim types.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum ClaimTypeArg {
-    Fact,
-    Decision,
-    Constraint,
-    Preference,
-    Procedure,
-    Observation,
-}
-
-impl ClaimTypeArg {
-    fn wire(self) -> ClaimType {
-        match self {
-            ClaimTypeArg::Fact => ClaimType::Fact,
-            ClaimTypeArg::Decision => ClaimType::Decision,
-            ClaimTypeArg::Constraint => ClaimType::Constraint,
-            ClaimTypeArg::Preference => ClaimType::Preference,
-            ClaimTypeArg::Procedure => ClaimType::Procedure,
-            ClaimTypeArg::Observation => ClaimType::Observation,
-        }
-    }
-}
-
 /// Evidence and confidence flags shared by assert and revise.
 #[derive(Debug, Args)]
 struct SupportFlags {
@@ -68,20 +46,20 @@ struct SupportFlags {
 }
 
 impl SupportFlags {
-    fn insert_into(&self, input: &mut Map<String, Value>) -> Result<(), Response> {
-        if let Some(confidence) = self.confidence {
-            if !confidence.is_finite() {
-                return Err(invalid("confidence must be a finite number between 0 and 1"));
-            }
-            input.insert("confidence".to_owned(), json!(confidence));
+    /// The confidence (refused here when not finite: JSON cannot carry it) and the parsed
+    /// locators.
+    fn parse(&self) -> Result<(Option<f64>, Vec<EvidenceLocator>), CliError> {
+        if self.confidence.is_some_and(|c| !c.is_finite()) {
+            return Err(CliError::Invalid(
+                "confidence must be a finite number between 0 and 1".to_owned(),
+            ));
         }
         let evidence = self
             .evidence
             .iter()
-            .map(|text| parse_locator(text).map_err(invalid))
+            .map(|text| parse_locator(text))
             .collect::<Result<Vec<_>, _>>()?;
-        input.insert("evidence".to_owned(), json!(evidence));
-        Ok(())
+        Ok((self.confidence, evidence))
     }
 }
 
@@ -94,7 +72,7 @@ impl SupportFlags {
 struct AssertArgs {
     /// The claim type.
     #[arg(value_enum)]
-    claim_type: ClaimTypeArg,
+    claim_type: ClaimType,
     /// The statement (words are joined with single spaces).
     #[arg(required = true)]
     statement: Vec<String>,
@@ -167,60 +145,65 @@ struct HistoryArgs {
     before_revision_number: Option<i64>,
 }
 
-pub(crate) fn run(args: ClaimArgs, global: &GlobalArgs) -> Response {
-    settle(match args.command {
+pub(crate) fn run(args: ClaimArgs, global: &GlobalArgs) -> CliResult<Response> {
+    match args.command {
         ClaimCommand::Assert(args) => assert(args, global),
-        ClaimCommand::Get(args) => Ok(get(args, global)),
+        ClaimCommand::Get(args) => get(args, global),
         ClaimCommand::Revise(args) => revise(args, global),
-        ClaimCommand::Retract(args) => Ok(retract(args, global)),
-        ClaimCommand::History(args) => Ok(history(args, global)),
-        ClaimCommand::Purge(args) => Ok(super::portable::claim_purge(args, global)),
-    })
+        ClaimCommand::Retract(args) => retract(args, global),
+        ClaimCommand::History(args) => history(args, global),
+        ClaimCommand::Purge(args) => super::portable::claim_purge(args, global),
+    }
 }
 
-fn assert(args: AssertArgs, global: &GlobalArgs) -> Result<Response, Response> {
-    let mut input = Map::new();
-    input.insert("claim_type".to_owned(), Value::from(args.claim_type.wire().as_str()));
-    input.insert("statement".to_owned(), Value::from(args.statement.join(" ")));
-    args.support.insert_into(&mut input)?;
-    insert_opt(&mut input, "valid_from", args.valid_from);
-    insert_opt(&mut input, "valid_until", args.valid_until);
-    insert_actor(&mut input)?;
-    Ok(Call::new(Operation::ClaimAssert, input)
-        .idempotency_key(args.idempotency_key)
-        .send(global))
+fn assert(args: AssertArgs, global: &GlobalArgs) -> CliResult<Response> {
+    let (confidence, evidence) = args.support.parse()?;
+    let input = ClaimAssertInput {
+        claim_type: args.claim_type,
+        statement: args.statement.join(" "),
+        confidence,
+        evidence,
+        valid_from: args.valid_from,
+        valid_until: args.valid_until,
+        actor: actor_from_env()?,
+    };
+    Call::new(input).idempotency_key(args.idempotency_key).send(global)
 }
 
-fn get(args: GetArgs, global: &GlobalArgs) -> Response {
-    let mut input = Map::new();
-    input.insert("claim_id".to_owned(), Value::from(args.claim_id));
-    insert_opt(&mut input, "revision_id", args.revision);
-    Call::new(Operation::ClaimGet, input).send(global)
+fn get(args: GetArgs, global: &GlobalArgs) -> CliResult<Response> {
+    let input = ClaimGetInput {
+        claim_id: args.claim_id.into(),
+        revision_id: args.revision.map(Into::into),
+    };
+    Call::new(input).send(global)
 }
 
-fn revise(args: ReviseArgs, global: &GlobalArgs) -> Result<Response, Response> {
-    let mut input = Map::new();
-    input.insert("claim_id".to_owned(), Value::from(args.claim_id));
-    input.insert("if_revision".to_owned(), Value::from(args.if_revision));
-    input.insert("statement".to_owned(), Value::from(args.statement.join(" ")));
-    args.support.insert_into(&mut input)?;
-    insert_actor(&mut input)?;
-    Ok(Call::new(Operation::ClaimRevise, input)
-        .idempotency_key(args.idempotency_key)
-        .send(global))
+fn revise(args: ReviseArgs, global: &GlobalArgs) -> CliResult<Response> {
+    let (confidence, evidence) = args.support.parse()?;
+    let input = ClaimReviseInput {
+        claim_id: args.claim_id.into(),
+        if_revision: args.if_revision.into(),
+        statement: args.statement.join(" "),
+        confidence,
+        evidence,
+        actor: actor_from_env()?,
+    };
+    Call::new(input).idempotency_key(args.idempotency_key).send(global)
 }
 
-fn retract(args: RetractArgs, global: &GlobalArgs) -> Response {
-    let input = json!({"claim_id": args.claim_id, "reason": args.reason});
-    Call::new(Operation::ClaimRetract, input)
-        .idempotency_key(args.idempotency_key)
-        .send(global)
+fn retract(args: RetractArgs, global: &GlobalArgs) -> CliResult<Response> {
+    let input = ClaimRetractInput {
+        claim_id: args.claim_id.into(),
+        reason: args.reason,
+    };
+    Call::new(input).idempotency_key(args.idempotency_key).send(global)
 }
 
-fn history(args: HistoryArgs, global: &GlobalArgs) -> Response {
-    let mut input = Map::new();
-    input.insert("claim_id".to_owned(), Value::from(args.claim_id));
-    input.insert("limit".to_owned(), Value::from(args.limit));
-    insert_opt(&mut input, "before_revision_number", args.before_revision_number);
-    Call::new(Operation::ClaimHistory, input).send(global)
+fn history(args: HistoryArgs, global: &GlobalArgs) -> CliResult<Response> {
+    let input = ClaimHistoryInput {
+        claim_id: args.claim_id.into(),
+        limit: args.limit,
+        before_revision_number: args.before_revision_number,
+    };
+    Call::new(input).send(global)
 }

@@ -3,74 +3,32 @@
 //! Entities are written `artifact:ID` or `claim:ID` (split at the first `:`); relation
 //! names are kebab-case on the command line and snake_case on the wire.
 
-use clap::{Args, Subcommand, ValueEnum};
-use serde_json::{Map, Value, json};
+use clap::{Args, Subcommand};
+use serde_json::Map;
 
 use super::HorizonFlags;
 use crate::cli::GlobalArgs;
-use crate::cli::request::{Call, insert_opt, invalid, settle};
-use crate::protocol::{Operation, Response};
-
-/// A relation type as a flag value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum RelationArg {
-    DerivedFrom,
-    Supports,
-    Contradicts,
-    Supersedes,
-    References,
-    Duplicates,
-}
-
-impl RelationArg {
-    fn wire_name(self) -> &'static str {
-        match self {
-            RelationArg::DerivedFrom => "derived_from",
-            RelationArg::Supports => "supports",
-            RelationArg::Contradicts => "contradicts",
-            RelationArg::Supersedes => "supersedes",
-            RelationArg::References => "references",
-            RelationArg::Duplicates => "duplicates",
-        }
-    }
-}
-
-/// Which edges of the anchor to list.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum DirectionArg {
-    Incoming,
-    Outgoing,
-    Both,
-}
-
-impl DirectionArg {
-    fn wire_name(self) -> &'static str {
-        match self {
-            DirectionArg::Incoming => "incoming",
-            DirectionArg::Outgoing => "outgoing",
-            DirectionArg::Both => "both",
-        }
-    }
-}
+use crate::cli::error::{CliError, CliResult};
+use crate::cli::request::Call;
+use crate::protocol::Response;
+use crate::protocol::relation::{
+    ConflictListInput, EntityType, RelationDirection, RelationListInput, RelationPutInput, RelationType,
+};
 
 /// `artifact:ID` or `claim:ID`, split at the first `:`.
-fn parse_entity(text: &str) -> Result<(&'static str, String), Response> {
+fn parse_entity(text: &str) -> Result<(EntityType, String), CliError> {
     let Some((kind, id)) = text.split_once(':') else {
-        return Err(invalid(format_args!(
+        return Err(CliError::Invalid(format!(
             "entity {text:?} must be written artifact:ID or claim:ID"
         )));
     };
-    let kind = match kind {
-        "artifact" => "artifact",
-        "claim" => "claim",
-        other => {
-            return Err(invalid(format_args!(
-                "unknown entity type {other:?} in {text:?}; use artifact:ID or claim:ID"
-            )));
-        }
+    let Some(kind) = EntityType::parse(kind) else {
+        return Err(CliError::Invalid(format!(
+            "unknown entity type {kind:?} in {text:?}; use artifact:ID or claim:ID"
+        )));
     };
     if id.trim().is_empty() {
-        return Err(invalid(format_args!("entity {text:?} has an empty id")));
+        return Err(CliError::Invalid(format!("entity {text:?} has an empty id")));
     }
     Ok((kind, id.to_owned()))
 }
@@ -84,7 +42,7 @@ pub struct LinkArgs {
     source: String,
     /// The relation type.
     #[arg(value_enum)]
-    relation: RelationArg,
+    relation: RelationType,
     /// `artifact:ID` or `claim:ID`.
     target: String,
     /// Idempotency key (default: a fresh `auto_<request id>`); reuse it only to retry.
@@ -117,11 +75,11 @@ struct ListArgs {
     /// The anchor: `artifact:ID` or `claim:ID`.
     entity: String,
     /// Which edges to list.
-    #[arg(long, value_enum, default_value_t = DirectionArg::Both)]
-    direction: DirectionArg,
+    #[arg(long, value_enum, default_value_t = RelationDirection::Both)]
+    direction: RelationDirection,
     /// Only this relation type.
     #[arg(long, value_enum)]
-    relation: Option<RelationArg>,
+    relation: Option<RelationType>,
     #[command(flatten)]
     horizon: HorizonFlags,
     /// Relations per page (1 to 100).
@@ -162,73 +120,83 @@ struct ConflictListArgs {
     before_case_sequence: Option<i64>,
 }
 
-pub(crate) fn link(args: LinkArgs, global: &GlobalArgs) -> Response {
-    settle(put(args, global))
+pub(crate) fn link(args: LinkArgs, global: &GlobalArgs) -> CliResult<Response> {
+    put(args, global)
 }
 
-pub(crate) fn relation(args: RelationArgs, global: &GlobalArgs) -> Response {
-    settle(match args.command {
+pub(crate) fn relation(args: RelationArgs, global: &GlobalArgs) -> CliResult<Response> {
+    match args.command {
         RelationCommand::Put(args) => put(args, global),
         RelationCommand::List(args) => list(args, global),
-    })
+    }
 }
 
-pub(crate) fn conflict(args: ConflictArgs, global: &GlobalArgs) -> Response {
+pub(crate) fn conflict(args: ConflictArgs, global: &GlobalArgs) -> CliResult<Response> {
     let ConflictCommand::List(args) = args.command;
-    let mut input = Map::new();
-    args.horizon.insert_into(&mut input);
-    input.insert("include_stale".to_owned(), Value::Bool(args.include_stale));
-    input.insert("limit".to_owned(), Value::from(args.limit));
-    insert_opt(&mut input, "before_case_sequence", args.before_case_sequence);
-    Call::new(Operation::ConflictList, input).send(global)
+    let input = ConflictListInput {
+        horizon: args.horizon.horizon,
+        reason: args.horizon.reason,
+        include_stale: args.include_stale,
+        limit: args.limit,
+        before_case_sequence: args.before_case_sequence,
+    };
+    Call::new(input).send(global)
 }
 
-fn put(args: LinkArgs, global: &GlobalArgs) -> Result<Response, Response> {
+fn put(args: LinkArgs, global: &GlobalArgs) -> CliResult<Response> {
     let (source_type, source_id) = parse_entity(&args.source)?;
     let (target_type, target_id) = parse_entity(&args.target)?;
-    let input = json!({
-        "source_type": source_type,
-        "source_id": source_id,
-        "relation": args.relation.wire_name(),
-        "target_type": target_type,
-        "target_id": target_id,
-        "metadata": {},
-    });
-    Ok(Call::new(Operation::RelationPut, input)
-        .idempotency_key(args.idempotency_key)
-        .send(global))
+    let input = RelationPutInput {
+        source_type,
+        source_id,
+        relation: args.relation,
+        target_type,
+        target_id,
+        metadata: Map::new(),
+    };
+    Call::new(input).idempotency_key(args.idempotency_key).send(global)
 }
 
-fn list(args: ListArgs, global: &GlobalArgs) -> Result<Response, Response> {
+fn list(args: ListArgs, global: &GlobalArgs) -> CliResult<Response> {
     let (entity_type, entity_id) = parse_entity(&args.entity)?;
-    let mut input = Map::new();
-    input.insert("entity_type".to_owned(), Value::from(entity_type));
-    input.insert("entity_id".to_owned(), Value::from(entity_id));
-    input.insert("direction".to_owned(), Value::from(args.direction.wire_name()));
-    insert_opt(&mut input, "relation", args.relation.map(RelationArg::wire_name));
-    args.horizon.insert_into(&mut input);
-    input.insert("limit".to_owned(), Value::from(args.limit));
-    insert_opt(&mut input, "before_commit_seq", args.before_commit_seq);
-    Ok(Call::new(Operation::RelationList, input).send(global))
+    let input = RelationListInput {
+        entity_type,
+        entity_id,
+        direction: args.direction,
+        relation: args.relation,
+        horizon: args.horizon.horizon,
+        reason: args.horizon.reason,
+        limit: args.limit,
+        before_commit_seq: args.before_commit_seq,
+    };
+    Call::new(input).send(global)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    use clap::ValueEnum;
+
     #[test]
     fn entities_split_at_the_first_colon() {
-        assert_eq!(parse_entity("claim:clm_1").unwrap(), ("claim", "clm_1".to_owned()));
-        assert_eq!(parse_entity("artifact:a:b").unwrap(), ("artifact", "a:b".to_owned()));
+        assert_eq!(
+            parse_entity("claim:clm_1").unwrap(),
+            (EntityType::Claim, "clm_1".to_owned())
+        );
+        assert_eq!(
+            parse_entity("artifact:a:b").unwrap(),
+            (EntityType::Artifact, "a:b".to_owned())
+        );
         for bad in ["clm_1", "note:x", "claim:", "claim: ", ":x", "Claim:x"] {
-            let error = parse_entity(bad).unwrap_err().error.unwrap();
+            let error = parse_entity(bad).unwrap_err().error_body();
             assert_eq!(error.code, crate::protocol::ErrorCode::InvalidRequest, "{bad}");
         }
     }
 
     #[test]
     fn kebab_case_relations_map_to_snake_case() {
-        let names: Vec<String> = RelationArg::value_variants()
+        let names: Vec<String> = RelationType::value_variants()
             .iter()
             .map(|v| v.to_possible_value().unwrap().get_name().to_owned())
             .collect();
@@ -243,6 +211,10 @@ mod tests {
                 "duplicates"
             ]
         );
-        assert_eq!(RelationArg::DerivedFrom.wire_name(), "derived_from");
+        assert_eq!(RelationType::DerivedFrom.as_str(), "derived_from");
+        assert_eq!(
+            RelationType::from_str("derived-from", false).unwrap(),
+            RelationType::DerivedFrom
+        );
     }
 }

@@ -1,5 +1,5 @@
-//! One module per command family. Each turns parsed arguments into protocol requests (or
-//! into local work, for the caller-side commands) and returns the one envelope to print.
+//! One module per command family. Each turns parsed arguments into typed protocol requests
+//! (or into local work, for the caller-side commands) and returns the one envelope to print.
 
 pub(crate) mod admin;
 pub(crate) mod artifact;
@@ -11,44 +11,53 @@ pub(crate) mod portable;
 pub(crate) mod remember;
 pub(crate) mod retrieval;
 
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex};
+
+use clap::builder::PossibleValue;
 use clap::{Args, ValueEnum};
-use serde_json::{Map, Value};
 
-use super::request::insert_opt;
+use crate::protocol::Horizon;
+use crate::protocol::claim::ClaimType;
+use crate::protocol::relation::{RelationDirection, RelationType};
 
-/// A retrieval horizon as a flag value.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub(crate) enum HorizonArg {
-    #[default]
-    Ambient,
-    Workspace,
-    Personal,
-}
-
-impl HorizonArg {
-    fn wire_name(self) -> &'static str {
-        match self {
-            HorizonArg::Ambient => "ambient",
-            HorizonArg::Workspace => "workspace",
-            HorizonArg::Personal => "personal",
-        }
+/// The command-line spelling of a wire name: kebab-case (`derived_from` → `derived-from`).
+fn kebab(wire: &'static str) -> &'static str {
+    if !wire.contains('_') {
+        return wire;
     }
+    static SPELLINGS: LazyLock<Mutex<HashMap<&'static str, &'static str>>> = LazyLock::new(Default::default);
+    let mut spellings = SPELLINGS.lock().unwrap_or_else(|e| e.into_inner());
+    // One small string per variant that has an underscore, made once and kept.
+    spellings
+        .entry(wire)
+        .or_insert_with(|| Box::leak(wire.replace('_', "-").into_boxed_str()))
 }
+
+/// Protocol enums as flag values, spelled as on the wire but in kebab-case.
+macro_rules! wire_value_enum {
+    ($($name:ty),+) => {
+        $(impl ValueEnum for $name {
+            fn value_variants<'a>() -> &'a [$name] {
+                &<$name>::ALL
+            }
+
+            fn to_possible_value(&self) -> Option<PossibleValue> {
+                Some(PossibleValue::new(kebab(self.as_str())))
+            }
+        })+
+    };
+}
+
+wire_value_enum!(Horizon, ClaimType, RelationType, RelationDirection);
 
 /// `--horizon` and `--reason`, shared by every read that may broaden.
 #[derive(Clone, Debug, Args)]
 pub(crate) struct HorizonFlags {
     /// How far to look; `workspace` and `personal` need --reason.
-    #[arg(long, value_enum, default_value_t = HorizonArg::Ambient)]
-    horizon: HorizonArg,
+    #[arg(long, value_enum, default_value_t = Horizon::Ambient)]
+    horizon: Horizon,
     /// Why a broader horizon is needed (required for workspace and personal).
     #[arg(long)]
     reason: Option<String>,
-}
-
-impl HorizonFlags {
-    fn insert_into(&self, input: &mut Map<String, Value>) {
-        input.insert("horizon".to_owned(), Value::from(self.horizon.wire_name()));
-        insert_opt(input, "reason", self.reason.clone());
-    }
 }

@@ -9,15 +9,16 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use serde_json::{Map, Value, json};
 
-use super::HorizonArg;
-use crate::cli::GlobalArgs;
-use crate::cli::request::{Call, insert_actor, invalid, io_failure, new_request_id, settle};
+use crate::cli::error::{CliError, CliResult};
+use crate::cli::request::{Call, actor_from_env};
+use crate::cli::{GlobalArgs, transport};
+use crate::client::socket::ClientTimeouts;
 use crate::paths::Paths;
-use crate::protocol::purge::ImportMode;
-use crate::protocol::{ErrorBody, Horizon, Operation, Response};
-use crate::service::{ServiceError, error_body};
+use crate::protocol::local::{ExportBlobs, ExportResult, LocalImportResult};
+use crate::protocol::purge::{ArtifactPurgeInput, ClaimPurgeInput, ImportInput, ImportMode};
+use crate::protocol::{Horizon, Input, Operation, RequestId, Response};
+use crate::service::ServiceError;
 use crate::store::portable::{Scope, export, fresh};
 
 /// Erase an artifact's content for good (every revision), leaving a tombstone.
@@ -51,29 +52,22 @@ struct PurgeFlags {
     idempotency_key: Option<String>,
 }
 
-pub(crate) fn artifact_purge(args: ArtifactPurgeArgs, global: &GlobalArgs) -> Response {
-    purge(
-        Operation::ArtifactPurge,
-        "artifact_id",
-        args.artifact_id,
-        args.flags,
-        global,
-    )
+pub(crate) fn artifact_purge(args: ArtifactPurgeArgs, global: &GlobalArgs) -> CliResult<Response> {
+    let input = ArtifactPurgeInput {
+        artifact_id: args.artifact_id.into(),
+        reason: args.flags.reason,
+        actor: actor_from_env()?,
+    };
+    send_patiently(Call::new(input).idempotency_key(args.flags.idempotency_key), global)
 }
 
-pub(crate) fn claim_purge(args: ClaimPurgeArgs, global: &GlobalArgs) -> Response {
-    purge(Operation::ClaimPurge, "claim_id", args.claim_id, args.flags, global)
-}
-
-fn purge(op: Operation, field: &str, id: String, flags: PurgeFlags, global: &GlobalArgs) -> Response {
-    settle((|| {
-        let mut input = Map::new();
-        input.insert(field.to_owned(), Value::from(id));
-        input.insert("reason".to_owned(), Value::from(flags.reason));
-        insert_actor(&mut input)?;
-        let call = Call::new(op, Value::Object(input)).idempotency_key(flags.idempotency_key);
-        Ok(send_patiently(&call, global))
-    })())
+pub(crate) fn claim_purge(args: ClaimPurgeArgs, global: &GlobalArgs) -> CliResult<Response> {
+    let input = ClaimPurgeInput {
+        claim_id: args.claim_id.into(),
+        reason: args.flags.reason,
+        actor: actor_from_env()?,
+    };
+    send_patiently(Call::new(input).idempotency_key(args.flags.idempotency_key), global)
 }
 
 /// How long a purge or an import may take before the client gives up waiting: both rewrite
@@ -82,34 +76,14 @@ const LONG_OPERATION: std::time::Duration = std::time::Duration::from_secs(3600)
 
 /// [`Call::send`] over the usual transport, but with read and exchange timeouts long
 /// enough for work proportional to the store's size.
-fn send_patiently(call: &Call, global: &GlobalArgs) -> Response {
-    use crate::client::autostart::{Autostart, Launcher};
-    use crate::client::socket::{ClientTimeouts, SocketClient};
-    use crate::client::{ClientError, Transport};
+fn send_patiently<I: Input>(call: Call<I>, global: &GlobalArgs) -> CliResult<Response> {
     let timeouts = ClientTimeouts {
         read: LONG_OPERATION,
         exchange: LONG_OPERATION,
         ..ClientTimeouts::default()
     };
-    let transport = (|| -> Result<Box<dyn Transport>, ClientError> {
-        if let Some(text) = &global.endpoint {
-            let endpoint = crate::paths::Endpoint::parse(text).map_err(|e| ClientError::Config(e.to_string()))?;
-            return Ok(Box::new(SocketClient::new(endpoint).with_timeouts(timeouts)));
-        }
-        let paths = Paths::from_env().map_err(|e| ClientError::Config(e.to_string()))?;
-        if global.no_autostart {
-            return Ok(Box::new(
-                SocketClient::new(paths.default_endpoint()).with_timeouts(timeouts),
-            ));
-        }
-        let launcher = Launcher::for_paths(&paths)?;
-        let client = SocketClient::new(launcher.endpoint.clone()).with_timeouts(timeouts);
-        Ok(Box::new(Autostart::new(client, launcher)))
-    })();
-    match transport {
-        Ok(transport) => call.send_via(transport.as_ref()),
-        Err(error) => error.to_response(call.to_value()["request_id"].as_str().unwrap_or_default()),
-    }
+    let transport = transport::select_with(global, timeouts).map_err(|e| CliError::from(e).at(call.id().clone()))?;
+    call.send_via(transport.as_ref())
 }
 
 /// Write a portable, verified-on-import archive of the store (spec/export-v1.md).
@@ -129,7 +103,7 @@ pub struct ExportArgs {
     all: bool,
     /// How far to look from the ambient context; `workspace` and `personal` need --reason.
     #[arg(long, value_enum)]
-    horizon: Option<HorizonArg>,
+    horizon: Option<Horizon>,
     /// Why a broader horizon is exported.
     #[arg(long)]
     reason: Option<String>,
@@ -138,55 +112,52 @@ pub struct ExportArgs {
     data_dir: Option<PathBuf>,
 }
 
-pub(crate) fn export(args: ExportArgs, _global: &GlobalArgs) -> Response {
-    let request_id = new_request_id();
-    settle((|| {
-        let data_dir = data_dir(args.data_dir, &request_id)?;
-        let dest = absolute(&args.dest, &request_id)?;
-        let scope = if args.all {
-            Scope::All
-        } else {
-            let horizon = match args.horizon.unwrap_or_default() {
-                HorizonArg::Ambient => Horizon::Ambient,
-                HorizonArg::Workspace => Horizon::Workspace,
-                HorizonArg::Personal => Horizon::Personal,
-            };
-            if horizon.is_broad() && args.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
-                return Err(invalid("workspace and personal horizons require a non-empty --reason"));
-            }
-            let context = ambient_context(&request_id)?;
-            Scope::Visible {
-                ambient: crate::store::scope::Owner {
-                    workspace_id: context.workspace_id,
-                    project_id: context.project_id,
-                    task_id: context.task_id,
-                    component: context.component,
-                },
-                horizon,
-                reason: args.reason,
-            }
-        };
-        let report = export::export(&data_dir, &dest, &scope, true).map_err(|e| failure(&request_id, e))?;
-        let manifest = &report.manifest;
-        let records: Map<String, Value> = manifest
+pub(crate) fn export(args: ExportArgs, _global: &GlobalArgs) -> CliResult<Response> {
+    let request_id = RequestId::generate();
+    let at = |e: CliError| e.at(request_id.clone());
+    let data_dir = data_dir(args.data_dir).map_err(at)?;
+    let dest = absolute(&args.dest).map_err(at)?;
+    let scope = if args.all {
+        Scope::All
+    } else {
+        let horizon = args.horizon.unwrap_or_default();
+        if horizon.is_broad() && args.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
+            return Err(at(CliError::Invalid(
+                "workspace and personal horizons require a non-empty --reason".to_owned(),
+            )));
+        }
+        let (context, _) = transport::resolve(Operation::Search).map_err(at)?;
+        Scope::Visible {
+            ambient: crate::store::scope::Owner {
+                workspace_id: context.workspace_id,
+                project_id: context.project_id,
+                task_id: context.task_id,
+                component: context.component,
+            },
+            horizon,
+            reason: args.reason,
+        }
+    };
+    let report = export::export(&data_dir, &dest, &scope, true).map_err(|e| at(ServiceError::Store(e).into()))?;
+    let manifest = report.manifest;
+    let result = ExportResult {
+        destination: report.destination.display().to_string(),
+        format: manifest.format,
+        format_version: manifest.format_version,
+        scope: manifest.scope,
+        source_last_commit_seq: manifest.source_last_commit_seq,
+        records: manifest
             .files
             .iter()
-            .map(|file| (file.record_type.clone(), Value::from(file.records)))
-            .collect();
-        Ok(Response::success(
-            request_id.clone(),
-            json!({
-                "destination": report.destination.display().to_string(),
-                "format": manifest.format,
-                "format_version": manifest.format_version,
-                "scope": manifest.scope,
-                "source_last_commit_seq": manifest.source_last_commit_seq,
-                "records": records,
-                "blobs": {"count": manifest.blobs.count, "bytes": manifest.blobs.bytes},
-                "created_at": manifest.created_at,
-            }),
-        ))
-    })())
+            .map(|file| (file.record_type.clone(), file.records))
+            .collect(),
+        blobs: ExportBlobs {
+            count: manifest.blobs.count,
+            bytes: manifest.blobs.bytes,
+        },
+        created_at: manifest.created_at,
+    };
+    local_success(request_id, &result)
 }
 
 /// Replay an archive written by `memoree export` into a store.
@@ -212,70 +183,56 @@ pub struct ImportArgs {
     data_dir: Option<PathBuf>,
 }
 
-pub(crate) fn import(args: ImportArgs, global: &GlobalArgs) -> Response {
-    let request_id = new_request_id();
-    settle((|| {
-        let source = absolute(&args.src, &request_id)?;
-        let mode = if args.merge {
-            ImportMode::Merge
-        } else {
-            ImportMode::IntoEmpty
+pub(crate) fn import(args: ImportArgs, global: &GlobalArgs) -> CliResult<Response> {
+    let request_id = RequestId::generate();
+    let at = |e: CliError| e.at(request_id.clone());
+    let source = absolute(&args.src).map_err(at)?;
+    let mode = if args.merge {
+        ImportMode::Merge
+    } else {
+        ImportMode::IntoEmpty
+    };
+    let Some(data_dir) = args.data_dir else {
+        let Some(text) = source.to_str() else {
+            return Err(at(CliError::Invalid(format!(
+                "import source {} is not valid UTF-8",
+                source.display()
+            ))));
         };
-        let Some(data_dir) = args.data_dir else {
-            let Some(source) = source.to_str() else {
-                return Err(invalid(format_args!(
-                    "import source {} is not valid UTF-8",
-                    source.display()
-                )));
-            };
-            let input = json!({"source": source, "mode": mode});
-            return Ok(send_patiently(&Call::new(Operation::Import, input), global));
-        };
-        let report = fresh::import_into_new_data_dir(&source, &data_dir, true).map_err(|e| failure(&request_id, e))?;
-        let mut result = crate::service::to_value(crate::service::import_result(
-            &source.display().to_string(),
+        let input = ImportInput {
+            source: text.to_owned(),
             mode,
-            &report,
-        ))
-        .map_err(|e| Response::failure(&request_id, error_body(&e)))?;
-        result["data_dir"] = Value::from(data_dir.display().to_string());
-        Ok(Response::success(request_id.clone(), result))
-    })())
+        };
+        return send_patiently(Call::new(input), global);
+    };
+    let report =
+        fresh::import_into_new_data_dir(&source, &data_dir, true).map_err(|e| at(ServiceError::Store(e).into()))?;
+    let result = LocalImportResult {
+        import: crate::service::import_result(&source.display().to_string(), mode, &report),
+        data_dir: data_dir.display().to_string(),
+    };
+    local_success(request_id, &result)
 }
 
-fn failure(request_id: &str, error: crate::store::StoreError) -> Response {
-    Response::failure(request_id, error_body(&ServiceError::Store(error)))
+/// A success envelope for a result computed here.
+fn local_success<T: serde::Serialize>(request_id: RequestId, result: &T) -> CliResult<Response> {
+    let value = serde_json::to_value(result)
+        .map_err(|e| CliError::Internal(format!("the result cannot be encoded: {e}")).at(request_id.clone()))?;
+    Ok(Response::success(request_id, value))
 }
 
-fn data_dir(explicit: Option<PathBuf>, request_id: &str) -> Result<PathBuf, Response> {
+fn data_dir(explicit: Option<PathBuf>) -> Result<PathBuf, CliError> {
     match explicit {
         Some(dir) => Ok(dir),
-        None => Paths::from_env()
-            .map(|paths| paths.data_dir)
-            .map_err(|e| Response::failure(request_id, ErrorBody::new(e.code(), e.to_string()))),
+        None => Ok(Paths::from_env()?.data_dir),
     }
 }
 
-fn absolute(path: &std::path::Path, request_id: &str) -> Result<PathBuf, Response> {
+fn absolute(path: &std::path::Path) -> Result<PathBuf, CliError> {
     if path.is_absolute() {
         return Ok(path.to_path_buf());
     }
     std::env::current_dir()
         .map(|cwd| cwd.join(path))
-        .map_err(|e| io_failure(request_id, "reading the working directory", e))
-}
-
-/// The ambient context resolved like every command's (explicit env, marker, personal).
-fn ambient_context(request_id: &str) -> Result<crate::protocol::AmbientContext, Response> {
-    let mut request = json!({"op": Operation::Search.wire_name()});
-    crate::cli::transport::attach_context(&mut request, request_id)?;
-    serde_json::from_value(request["context"].clone()).map_err(|e| {
-        Response::failure(
-            request_id,
-            ErrorBody::new(
-                crate::protocol::ErrorCode::InternalError,
-                format!("resolved context: {e}"),
-            ),
-        )
-    })
+        .map_err(|e| CliError::io("reading the working directory", e))
 }

@@ -16,11 +16,13 @@ use super::context::require_context;
 use crate::ambient::load_settings;
 use crate::caller::CallerError;
 use crate::caller::compiler::{Compiler, CompilerSpec};
-use crate::caller::remember::{self, RememberOptions, RememberPlan, RememberSource};
-use crate::cli::GlobalArgs;
-use crate::cli::request::{Call, connect, new_request_id};
+use crate::caller::remember::{self, Planned, RememberOptions, RememberPlan, RememberSource};
+use crate::cli::error::{CliError, CliResult};
+use crate::cli::request::Call;
+use crate::cli::{GlobalArgs, transport};
 use crate::paths::Paths;
-use crate::protocol::{AmbientContext, ContextSource, ErrorBody, Horizon, ResolvedContext, Response};
+use crate::protocol::{AmbientContext, ContextSource, Horizon, Input, RequestId, ResolvedContext, Response};
+use crate::transport::Transport;
 
 /// Turn a note into a stored artifact plus claims citing exact spans of it.
 ///
@@ -67,17 +69,12 @@ pub(crate) struct Mode {
     pub apply: bool,
 }
 
-pub(crate) fn run(args: RememberArgs, global: &GlobalArgs) -> Response {
-    let request_id = new_request_id();
-    let fail = |body: ErrorBody| Response::failure(&request_id, body);
-    let (context, source) = match require_context("remember") {
-        Ok(resolved) => resolved,
-        Err(body) => return fail(body),
-    };
-    let note = match RememberSource::load(&args.text, args.file.as_deref(), std::io::stdin().lock()) {
-        Ok(note) => note,
-        Err(error) => return fail(error.to_error_body()),
-    };
+pub(crate) fn run(args: RememberArgs, global: &GlobalArgs) -> CliResult<Response> {
+    let request_id = RequestId::generate();
+    let failed = |error: CliError| error.at(request_id.clone());
+    let (context, source) = require_context("remember").map_err(failed)?;
+    let note = RememberSource::load(&args.text, args.file.as_deref(), std::io::stdin().lock())
+        .map_err(|e| failed(e.into()))?;
     let options = RememberOptions {
         title: args.title,
         kind: Some(args.kind),
@@ -93,28 +90,22 @@ pub(crate) fn run(args: RememberArgs, global: &GlobalArgs) -> Response {
 
 /// Plans `note` and previews or applies it. `request_id` names the printed envelope.
 pub(crate) fn execute(
-    request_id: &str,
+    request_id: &RequestId,
     (context, source): (&AmbientContext, ContextSource),
     note: RememberSource,
     options: &RememberOptions,
     mode: Mode,
     global: &GlobalArgs,
-) -> Response {
-    let plan = match compile(note, options, mode) {
-        Ok(plan) => plan,
-        Err(error) => return Response::failure(request_id, error.to_error_body()),
-    };
+) -> CliResult<Response> {
+    let plan = compile(note, options, mode).map_err(|e| CliError::from(e).at(request_id.clone()))?;
     let mut response = if mode.apply {
-        match apply(&plan, context, source, request_id, global) {
-            Ok(response) => response,
-            Err(failed) => return failed,
-        }
+        apply(&plan, context, source, request_id, global)?
     } else {
-        Response::success(request_id, plan.preview_result())
+        success(request_id, &plan.preview_result())?
     };
     response.context = Some(ResolvedContext::new(context, source, Horizon::Ambient));
     response.warnings = plan.warnings();
-    response
+    Ok(response)
 }
 
 fn compile(note: RememberSource, options: &RememberOptions, mode: Mode) -> Result<RememberPlan, CallerError> {
@@ -127,41 +118,58 @@ fn compile(note: RememberSource, options: &RememberOptions, mode: Mode) -> Resul
     remember::plan(note, options, Some(&Compiler::new(spec)))
 }
 
+/// Submits one planned mutation; a failure envelope stops the apply and is printed as it
+/// came back.
+fn submit<I: Input>(
+    planned: Planned<I>,
+    (context, source): (&AmbientContext, ContextSource),
+    transport: &dyn Transport,
+) -> CliResult<(Value, Option<i64>)> {
+    let response = Call::new(planned.input)
+        .idempotency_key(Some(planned.idempotency_key))
+        .context(context, source)
+        .send_via(transport)?;
+    match response {
+        Response {
+            ok: true,
+            result: Some(result),
+            commit_seq,
+            ..
+        } => Ok((result, commit_seq)),
+        failed => Err(CliError::Envelope(Box::new(failed)).into()),
+    }
+}
+
 /// Submits the planned mutations in order; the first failed envelope is the error.
 fn apply(
     plan: &RememberPlan,
     context: &AmbientContext,
     source: ContextSource,
-    request_id: &str,
+    request_id: &RequestId,
     global: &GlobalArgs,
-) -> Result<Response, Response> {
-    let actor = remember::actor_from_env().map_err(|e| Response::failure(request_id, e.to_error_body()))?;
-    let transport = connect(global, request_id)?;
-    let submit = |planned: remember::PlannedMutation| -> Result<(Value, Option<i64>), Response> {
-        let response = Call::new(planned.op, planned.input)
-            .idempotency_key(Some(planned.idempotency_key))
-            .context(context, source)
-            .send_via(transport.as_ref());
-        match response {
-            Response {
-                ok: true,
-                result: Some(result),
-                commit_seq,
-                ..
-            } => Ok((result, commit_seq)),
-            failed => Err(failed),
-        }
-    };
-    let (artifact, mut commit_seq) = submit(plan.artifact_put(&actor))?;
+) -> CliResult<Response> {
+    let failed = |error: CliError| error.at(request_id.clone());
+    let actor = remember::actor_from_env().map_err(|e| failed(e.into()))?;
+    let transport = transport::select(global).map_err(|e| failed(e.into()))?;
+    let transport = transport.as_ref();
+    let (artifact, mut commit_seq) = submit(plan.artifact_put(&actor), (context, source), transport)?;
     let text = |key: &str| artifact.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
     let (artifact_id, revision_id) = (text("artifact_id"), text("revision_id"));
     let mut stored_claims = Vec::new();
     for planned in plan.claim_asserts(&artifact_id, &revision_id, &actor) {
-        let (claim, seq) = submit(planned)?;
+        let (claim, seq) = submit(planned, (context, source), transport)?;
         stored_claims.push(claim);
         commit_seq = seq;
     }
-    let mut response = Response::success(request_id, plan.applied_result(artifact, stored_claims));
+    let mut response = success(request_id, &plan.applied_result(artifact, stored_claims))?;
     response.commit_seq = commit_seq;
     Ok(response)
+}
+
+/// A success envelope for a remember result.
+fn success(request_id: &RequestId, result: &impl serde::Serialize) -> CliResult<Response> {
+    match serde_json::to_value(result) {
+        Ok(result) => Ok(Response::success(request_id.clone(), result)),
+        Err(e) => Err(CliError::Internal(e.to_string()).at(request_id.clone())),
+    }
 }

@@ -3,12 +3,13 @@
 //! recency rerank off for one request.
 
 use clap::Args;
-use serde_json::{Map, Value, json};
 
 use super::HorizonFlags;
 use crate::cli::GlobalArgs;
-use crate::cli::request::{Call, insert_opt};
-use crate::protocol::{Operation, Response};
+use crate::cli::error::{CliError, CliResult};
+use crate::cli::request::Call;
+use crate::protocol::Response;
+use crate::protocol::retrieval::{ContextBuildInput, RecallInput, RecencyInput, SearchInput};
 
 /// Flags every retrieval wrapper shares besides the horizon.
 #[derive(Debug, Args)]
@@ -22,9 +23,10 @@ struct Freshness {
 }
 
 impl Freshness {
-    fn insert_into(&self, input: &mut Map<String, Value>) {
-        insert_opt(input, "min_commit_seq", self.min_commit_seq);
-        input.insert("recency".to_owned(), json!({"enabled": !self.no_recency}));
+    fn recency(&self) -> RecencyInput {
+        RecencyInput {
+            enabled: !self.no_recency,
+        }
     }
 }
 
@@ -92,37 +94,49 @@ pub struct BuildArgs {
     freshness: Freshness,
 }
 
-/// The fields the three retrieval reads share: the query words joined by spaces and the
-/// horizon flags.
-fn query_input(query: &[String], horizon: &HorizonFlags) -> Map<String, Value> {
-    let mut input = Map::new();
-    input.insert("query".to_owned(), Value::from(query.join(" ")));
-    horizon.insert_into(&mut input);
-    input
+pub(crate) fn search(args: SearchArgs, global: &GlobalArgs) -> CliResult<Response> {
+    let input = SearchInput {
+        query: args.query.join(" "),
+        horizon: args.horizon.horizon,
+        reason: args.horizon.reason,
+        limit: args.limit,
+        include_historical: args.include_historical,
+        min_commit_seq: args.freshness.min_commit_seq,
+        recency: args.freshness.recency(),
+    };
+    Call::new(input).send(global)
 }
 
-pub(crate) fn search(args: SearchArgs, global: &GlobalArgs) -> Response {
-    let mut input = query_input(&args.query, &args.horizon);
-    input.insert("limit".to_owned(), Value::from(args.limit));
-    input.insert("include_historical".to_owned(), Value::Bool(args.include_historical));
-    args.freshness.insert_into(&mut input);
-    Call::new(Operation::Search, input).send(global)
+pub(crate) fn recall(args: RecallArgs, global: &GlobalArgs) -> CliResult<Response> {
+    let input = RecallInput {
+        query: args.query.join(" "),
+        horizon: args.horizon.horizon,
+        reason: args.horizon.reason,
+        max_claims: args.max_claims,
+        max_artifact_refs: args.max_artifact_refs,
+        max_excerpt_bytes: args.max_excerpt_bytes,
+        min_commit_seq: args.freshness.min_commit_seq,
+        recency: args.freshness.recency(),
+    };
+    Call::new(input).send(global)
 }
 
-pub(crate) fn recall(args: RecallArgs, global: &GlobalArgs) -> Response {
-    let mut input = query_input(&args.query, &args.horizon);
-    input.insert("max_claims".to_owned(), Value::from(args.max_claims));
-    input.insert("max_artifact_refs".to_owned(), Value::from(args.max_artifact_refs));
-    input.insert("max_excerpt_bytes".to_owned(), Value::from(args.max_excerpt_bytes));
-    args.freshness.insert_into(&mut input);
-    Call::new(Operation::MemoryRecall, input).send(global)
-}
-
-pub(crate) fn build(args: BuildArgs, global: &GlobalArgs) -> Response {
-    let mut input = query_input(&args.query, &args.horizon);
-    input.insert("limit".to_owned(), Value::from(args.limit));
-    input.insert("include_historical".to_owned(), Value::Bool(args.include_historical));
-    input.insert("max_bytes".to_owned(), Value::from(args.max_bytes));
-    args.freshness.insert_into(&mut input);
-    Call::new(Operation::ContextBuild, input).send(global)
+pub(crate) fn build(args: BuildArgs, global: &GlobalArgs) -> CliResult<Response> {
+    let max_bytes = u64::try_from(args.max_bytes).map_err(|_| {
+        CliError::Invalid(format!(
+            "invalid input for context.build: max_bytes: {} is less than the minimum of 0",
+            args.max_bytes
+        ))
+    })?;
+    let input = ContextBuildInput {
+        query: args.query.join(" "),
+        horizon: args.horizon.horizon,
+        reason: args.horizon.reason,
+        limit: args.limit,
+        include_historical: args.include_historical,
+        min_commit_seq: args.freshness.min_commit_seq,
+        recency: args.freshness.recency(),
+        max_bytes,
+    };
+    Call::new(input).send(global)
 }

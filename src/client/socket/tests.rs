@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::daemon::busy_error_body;
+use crate::protocol::ErrorCode;
 use crate::protocol::Response;
 
 struct FakeServer {
@@ -88,10 +89,9 @@ fn a_missing_socket_is_a_retryable_transport_error() {
     let dir = tempfile::tempdir().unwrap();
     let client = SocketClient::new(Endpoint::Unix(dir.path().join("absent.sock")));
     let error = client.exchange_json(&request()).unwrap_err();
-    let body = error.to_error_body();
-    assert_eq!(body.code, ErrorCode::TransportError);
-    assert!(body.retryable);
-    assert!(body.message.contains("cannot connect to unix://"), "{}", body.message);
+    assert_eq!(error.code(), ErrorCode::TransportError);
+    assert!(error.code().default_retryable());
+    assert!(error.to_string().contains("cannot connect to unix://"), "{error}");
 }
 
 #[test]
@@ -183,7 +183,7 @@ fn a_response_header_over_the_frame_limit_is_refused_before_allocation() {
     });
     let error = server.client().exchange_json(&request()).unwrap_err();
     assert!(matches!(error, ClientError::TooLarge(_)), "{error:?}");
-    assert_eq!(error.to_error_body().code, ErrorCode::ContentTooLarge);
+    assert_eq!(error.code(), ErrorCode::ContentTooLarge);
     server.join();
 }
 
@@ -262,8 +262,7 @@ fn a_session_reads_the_peer_credentials_of_its_connection() {
     let mut session = server.client().session();
     session.exchange_json(&request()).unwrap();
     let peer = session.peer_credentials().unwrap().unwrap();
-    // SAFETY: no preconditions.
-    assert_eq!(peer.uid, unsafe { libc::geteuid() });
+    assert_eq!(peer.uid, net::effective_uid());
     if cfg!(target_os = "linux") {
         assert_eq!(peer.pid, Some(std::process::id()));
     }
@@ -275,17 +274,12 @@ fn a_wedged_listener_makes_connect_time_out() {
     // A listener that never accepts, with its backlog filled by earlier connections.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("wedged.sock");
-    let (addr, len) = unix_addr(&path).unwrap();
-    let listener = unix_socket().unwrap();
-    // SAFETY: valid descriptor and address; a backlog of 1 fills after a couple of connects.
-    unsafe {
-        assert_eq!(libc::bind(listener.as_raw_fd(), (&raw const addr).cast(), len), 0);
-        assert_eq!(libc::listen(listener.as_raw_fd(), 1), 0);
-    }
+    // A backlog of 1 fills after a couple of connects.
+    let listener = net::listen_unix(&path, 0o600, 1).unwrap();
     let mut held = Vec::new();
     let limit = Duration::from_millis(100);
     let error = loop {
-        match connect_unix(&path, limit) {
+        match net::connect_unix(&path, limit) {
             Ok(stream) => held.push(stream),
             Err(error) => break error,
         }

@@ -440,8 +440,8 @@ fn an_out_of_range_input_field_is_named_with_its_bound() {
         ),
         (
             Operation::ClaimHistory,
-            json!({"claim_id": "c", "before_revision_number": 0}),
-            "before_revision_number: 0 is less than the minimum of 1",
+            json!({"claim_id": "c", "before_revision_number": -1}),
+            "before_revision_number: -1 is less than the minimum of 0",
         ),
         (
             Operation::RelationList,

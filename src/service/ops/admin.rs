@@ -6,29 +6,28 @@
 use std::path::{Path, PathBuf};
 
 use crate::protocol::admin::{
-    BackupCreateInput, BackupResult, DoctorResult, InstructionsContent, InstructionsFormat, InstructionsInput,
-    InstructionsResult, ReindexResult, VerifyIssueDetail, VerifyResult,
+    BackupCreateInput, BackupResult, DoctorInput, DoctorResult, InstructionsContent, InstructionsFormat,
+    InstructionsInput, InstructionsResult, ReindexInput, ReindexResult, VerifyInput, VerifyIssueDetail, VerifyResult,
 };
-use crate::protocol::meta::EmptyInput;
+use crate::protocol::meta::SchemaInput;
 use crate::protocol::schema;
-use crate::service::{Call, Output, Service, ServiceError};
+use crate::service::{Output, Service, ServiceError};
 use crate::store::verify::VerifyReport;
 use crate::store::{BLOBS_DIR, DB_FILE, schema_version};
 use crate::{fsutil, instructions, timefmt};
 
-pub(super) fn doctor(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
-    let _: EmptyInput = call.input()?;
+pub(super) fn doctor(service: &Service, _: DoctorInput) -> Result<Output, ServiceError> {
     let store = service.store();
     let (last_commit_seq, schema_version) =
         store.read(|conn| Ok((crate::store::last_commit_seq(conn)?, schema_version(conn)?)))?;
     let data_dir = store.data_dir();
     let (blob_bytes, blob_count) = blob_usage(&data_dir.join(BLOBS_DIR));
     Output::read(DoctorResult {
-        status: "ok",
+        status: "ok".into(),
         running: true,
         daemon_pid: service.runtime().daemon_pid.unwrap_or_else(std::process::id),
-        authoritative_store: "sqlite_wal",
-        retrieval_mode: "fts5",
+        authoritative_store: "sqlite_wal".into(),
+        retrieval_mode: "fts5".into(),
         last_commit_seq: last_commit_seq.max(0),
         data_dir: data_dir.display().to_string(),
         schema_version: schema_version.max(0),
@@ -36,7 +35,7 @@ pub(super) fn doctor(service: &Service, call: &Call<'_>) -> Result<Output, Servi
         blob_bytes,
         blob_count,
         disk_free_bytes: fsutil::disk_free_bytes(data_dir).ok(),
-        version: env!("CARGO_PKG_VERSION"),
+        version: env!("CARGO_PKG_VERSION").into(),
     })
 }
 
@@ -56,8 +55,7 @@ fn blob_usage(root: &Path) -> (u64, u64) {
     (bytes.saturating_sub(tmp_bytes), count.saturating_sub(tmp_count))
 }
 
-pub(super) fn verify(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
-    let _: EmptyInput = call.input()?;
+pub(super) fn verify(service: &Service, _: VerifyInput) -> Result<Output, ServiceError> {
     let report = service.store().verify()?;
     Output::read(verify_result(&report))
 }
@@ -77,7 +75,7 @@ pub(crate) fn verify_result(report: &VerifyReport) -> VerifyResult {
             .issues
             .iter()
             .map(|issue| VerifyIssueDetail {
-                kind: issue.kind,
+                kind: issue.kind.into(),
                 entity: issue.entity.clone(),
                 detail: issue.detail.clone(),
             })
@@ -85,8 +83,7 @@ pub(crate) fn verify_result(report: &VerifyReport) -> VerifyResult {
     }
 }
 
-pub(super) fn backup_create(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
-    let input: BackupCreateInput = call.input()?;
+pub(super) fn backup_create(service: &Service, input: BackupCreateInput) -> Result<Output, ServiceError> {
     if input.destination.trim().is_empty() {
         return Err(ServiceError::invalid("destination must not be empty"));
     }
@@ -108,8 +105,7 @@ pub(super) fn backup_create(service: &Service, call: &Call<'_>) -> Result<Output
     })
 }
 
-pub(super) fn reindex(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
-    let _: EmptyInput = call.input()?;
+pub(super) fn reindex(service: &Service, _: ReindexInput) -> Result<Output, ServiceError> {
     let report = service.store().reindex()?;
     service.vocabulary().invalidate();
     Output::read(ReindexResult {
@@ -120,8 +116,7 @@ pub(super) fn reindex(service: &Service, call: &Call<'_>) -> Result<Output, Serv
     })
 }
 
-pub(super) fn instructions(call: &Call<'_>) -> Result<Output, ServiceError> {
-    let input: InstructionsInput = call.input()?;
+pub(super) fn instructions(input: InstructionsInput) -> Result<Output, ServiceError> {
     let content = match input.format {
         InstructionsFormat::Json => InstructionsContent::Document(Box::new(instructions::document())),
         InstructionsFormat::Markdown | InstructionsFormat::AgentsMd | InstructionsFormat::ClaudeMd => {
@@ -134,7 +129,6 @@ pub(super) fn instructions(call: &Call<'_>) -> Result<Output, ServiceError> {
     })
 }
 
-pub(super) fn schema(call: &Call<'_>) -> Result<Output, ServiceError> {
-    let _: EmptyInput = call.input()?;
+pub(super) fn schema(_: SchemaInput) -> Result<Output, ServiceError> {
     Output::read(schema::bundle())
 }

@@ -1,15 +1,42 @@
 //! `artifact.put`, `artifact.get`, `artifact.revise`, `artifact.history`, `artifact.forget`.
 
 use super::mutation::{self, Acknowledged};
+use super::revisioned::{self, Entity};
 use crate::protocol::artifact::{
-    ArtifactForgetInput, ArtifactGetInput, ArtifactHistoryInput, ArtifactPutInput, ArtifactReviseInput, HistoryPage,
+    ArtifactContent, ArtifactForgetInput, ArtifactGetInput, ArtifactHistoryInput, ArtifactPutInput, ArtifactRecord,
+    ArtifactReviseInput,
 };
 use crate::protocol::limits;
 use crate::service::convert::{artifact_record, context_owner};
 use crate::service::validate;
 use crate::service::{Call, Output, Service, ServiceError};
-use crate::store::artifact::{self as store_artifact, BlobRef, NewRevision};
-use crate::store::{StoreError, scope};
+use crate::store::StoreError;
+use crate::store::artifact::{self as store_artifact, ArtifactRow, Artifacts, BlobRef, NewRevision};
+use crate::store::revisioned as store_revisioned;
+
+impl Entity for Artifacts {
+    type Record = ArtifactRecord;
+    const CLOSED: &'static str = "forgotten";
+
+    fn record(row: &ArtifactRow) -> ArtifactRecord {
+        artifact_record(row, None)
+    }
+
+    fn acknowledged(row: ArtifactRow) -> Acknowledged {
+        Acknowledged::Artifact(row)
+    }
+
+    fn is_closed(row: &ArtifactRow) -> bool {
+        row.is_forgotten()
+    }
+
+    fn not_found(id: &str, revision_id: Option<&str>) -> String {
+        match revision_id {
+            Some(revision_id) => format!("artifact {id} revision {revision_id}"),
+            None => format!("artifact {id}"),
+        }
+    }
+}
 
 /// Writes content to its home: inline in SQLite up to the threshold, the CAS above it
 /// (compressed in either place when that pays; this runs before the writer is entered).
@@ -27,22 +54,27 @@ fn check_actor(actor: Option<&str>) -> Result<(), ServiceError> {
     validate::optional_bounded("actor", actor, limits::MAX_ACTOR_BYTES)
 }
 
-pub(super) fn put(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
-    let input: ArtifactPutInput = call.input()?;
+/// The content's raw bytes and where they are stored.
+fn content(service: &Service, content: ArtifactContent) -> Result<(Vec<u8>, BlobRef), ServiceError> {
+    let bytes = validate::content(content)?;
+    let blob = store_blob(service, &bytes)?;
+    Ok((bytes, blob))
+}
+
+pub(super) fn put(service: &Service, call: &Call, input: ArtifactPutInput) -> Result<Output, ServiceError> {
     validate::bounded("kind", &input.kind, limits::MAX_KIND_BYTES)?;
     validate::bounded("title", &input.title, limits::MAX_TITLE_BYTES)?;
     validate::media_type(&input.media_type)?;
     check_actor(input.actor.as_deref())?;
     let provenance_json = validate::metadata("provenance", &input.provenance)?;
-    let bytes = validate::content(&input.content)?;
+    let (content, blob) = content(service, input.content)?;
     let key = call.idempotency_key()?;
     let owner = context_owner(call.context()?);
-    let blob = store_blob(service, &bytes)?;
     let new = NewRevision {
-        body_text: store_artifact::body_text(&input.media_type, &bytes),
         title: input.title,
         media_type: input.media_type,
         blob,
+        content,
         provenance_json,
         actor: input.actor,
     };
@@ -57,33 +89,8 @@ pub(super) fn put(service: &Service, call: &Call<'_>) -> Result<Output, ServiceE
     Ok(Output::mutation(written))
 }
 
-pub(super) fn get(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
-    let input: ArtifactGetInput = call.input()?;
-    validate::id("artifact_id", &input.artifact_id)?;
-    if let Some(rev) = &input.revision_id {
-        validate::id("revision_id", rev)?;
-    }
-    let row = service
-        .store()
-        .read(|conn| {
-            let row = store_artifact::get(conn, &input.artifact_id, input.revision_id.as_deref())?;
-            match row {
-                // A purged revision reads as `NOT_FOUND` with `details.state = "purged"`.
-                Some(row) if row.purged => Err(crate::store::tombstone::purged_error_from(
-                    conn,
-                    "artifact",
-                    &row.artifact_id,
-                    Some(&row.revision_id),
-                )),
-                other => Ok(other),
-            }
-        })?
-        .ok_or_else(|| {
-            StoreError::NotFound(match &input.revision_id {
-                Some(rev) => format!("artifact {} revision {rev}", input.artifact_id),
-                None => format!("artifact {}", input.artifact_id),
-            })
-        })?;
+pub(super) fn get(service: &Service, input: ArtifactGetInput) -> Result<Output, ServiceError> {
+    let row = revisioned::get::<Artifacts>(service, &input.artifact_id, input.revision_id.as_deref())?;
     let content = if input.include_content {
         let bytes = row.read_content(service.store().blobs())?;
         Some(validate::encode_content(&row.media_type, bytes))
@@ -93,8 +100,7 @@ pub(super) fn get(service: &Service, call: &Call<'_>) -> Result<Output, ServiceE
     Output::read(artifact_record(&row, content))
 }
 
-pub(super) fn revise(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
-    let input: ArtifactReviseInput = call.input()?;
+pub(super) fn revise(service: &Service, call: &Call, input: ArtifactReviseInput) -> Result<Output, ServiceError> {
     validate::id("artifact_id", &input.artifact_id)?;
     validate::id("if_revision", &input.if_revision)?;
     if let Some(title) = &input.title {
@@ -105,88 +111,32 @@ pub(super) fn revise(service: &Service, call: &Call<'_>) -> Result<Output, Servi
     }
     check_actor(input.actor.as_deref())?;
     let provenance_json = validate::metadata("provenance", &input.provenance)?;
-    let bytes = validate::content(&input.content)?;
-    let key = call.idempotency_key()?;
-    let ambient = context_owner(call.context()?);
-    let blob = store_blob(service, &bytes)?;
-    let written = service.store().write(move |tx| {
-        let head = store_artifact::head(tx.conn(), &input.artifact_id)?;
-        scope::check_write("artifact", &head.artifact_id, &head.owner, &ambient)?;
-        if let Some(replay) = mutation::check(tx, &key)? {
-            return Ok(replay);
-        }
-        if head.status == "forgotten" {
+    let (content, blob) = content(service, input.content)?;
+    let (if_revision, title, media_type, actor) = (input.if_revision, input.title, input.media_type, input.actor);
+    revisioned::write_existing::<Artifacts>(service, call, input.artifact_id.into_string(), move |tx, head| {
+        if head.is_forgotten() {
             return Err(StoreError::Invalid(format!(
                 "artifact {} has been forgotten",
                 head.artifact_id
             )));
         }
-        if head.revision_id != input.if_revision {
-            return Err(StoreError::RevisionConflict {
-                entity_type: "artifact",
-                entity_id: head.artifact_id.clone(),
-                current: head.revision_id.clone(),
-                requested: input.if_revision.clone(),
-            });
-        }
-        let media_type = input.media_type.unwrap_or_else(|| head.media_type.clone());
+        revisioned::check_if_revision::<Artifacts>(&head, &if_revision)?;
         let new = NewRevision {
-            title: input.title.unwrap_or_else(|| head.title.clone()),
-            body_text: store_artifact::body_text(&media_type, &bytes),
-            media_type,
+            title: title.unwrap_or_else(|| head.title.clone()),
+            media_type: media_type.unwrap_or_else(|| head.media_type.clone()),
             blob,
+            content,
             provenance_json,
-            actor: input.actor,
+            actor,
         };
-        let (row, commit_seq) = store_artifact::revise(tx, &head, &new)?;
-        mutation::record(tx, &key, Acknowledged::Artifact(row), commit_seq)
-    })?;
-    Ok(Output::mutation(written))
-}
-
-pub(super) fn history(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
-    let input: ArtifactHistoryInput = call.input()?;
-    validate::id("artifact_id", &input.artifact_id)?;
-    let limit = validate::limit("limit", input.limit, limits::MAX_HISTORY_ITEMS)?;
-    let before = validate::cursor("before_revision_number", input.before_revision_number)?;
-    let (rows, truncated) = service.store().read(|conn| {
-        if !store_artifact::exists(conn, &input.artifact_id)? {
-            return Err(StoreError::NotFound(format!("artifact {}", input.artifact_id)));
-        }
-        store_artifact::history(conn, &input.artifact_id, limit, before)
-    })?;
-    let next = if truncated {
-        rows.last().map(|r| r.revision_number)
-    } else {
-        None
-    };
-    Output::read(HistoryPage {
-        revisions: rows.iter().map(|row| artifact_record(row, None)).collect(),
-        truncated,
-        next_before_revision_number: next,
+        store_revisioned::revise::<Artifacts>(tx, &head, &new)
     })
 }
 
-pub(super) fn forget(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
-    let input: ArtifactForgetInput = call.input()?;
-    validate::id("artifact_id", &input.artifact_id)?;
-    validate::bounded("reason", &input.reason, limits::MAX_REASON_BYTES)?;
-    let key = call.idempotency_key()?;
-    let ambient = context_owner(call.context()?);
-    let written = service.store().write(move |tx| {
-        let head = store_artifact::head(tx.conn(), &input.artifact_id)?;
-        scope::check_write("artifact", &head.artifact_id, &head.owner, &ambient)?;
-        if let Some(replay) = mutation::check(tx, &key)? {
-            return Ok(replay);
-        }
-        if head.status == "forgotten" {
-            return Err(StoreError::Invalid(format!(
-                "artifact {} is already forgotten",
-                head.artifact_id
-            )));
-        }
-        let (row, commit_seq) = store_artifact::forget(tx, &head, &input.reason)?;
-        mutation::record(tx, &key, Acknowledged::Artifact(row), commit_seq)
-    })?;
-    Ok(Output::mutation(written))
+pub(super) fn history(service: &Service, input: ArtifactHistoryInput) -> Result<Output, ServiceError> {
+    revisioned::history::<Artifacts>(service, &input.artifact_id, input.limit, input.before_revision_number)
+}
+
+pub(super) fn forget(service: &Service, call: &Call, input: ArtifactForgetInput) -> Result<Output, ServiceError> {
+    revisioned::close::<Artifacts>(service, call, input.artifact_id.into_string(), input.reason)
 }

@@ -20,8 +20,7 @@ use crate::timefmt::{self, db_to_wire};
 /// Encoded item bytes one page may carry.
 const MAX_PAGE_BYTES: usize = 12 * 1024 * 1024;
 
-pub(super) fn artifact_list(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
-    let input: ArtifactListInput = call.input()?;
+pub(super) fn artifact_list(service: &Service, call: &Call, input: ArtifactListInput) -> Result<Output, ServiceError> {
     let limit = validate::limit("limit", input.limit, limits::MAX_BROWSE_ITEMS)?;
     let before = validate::cursor("before_commit_seq", input.before_commit_seq)?;
     if let Some(kind) = &input.kind {
@@ -36,7 +35,7 @@ pub(super) fn artifact_list(service: &Service, call: &Call<'_>) -> Result<Output
     };
     let filter = ArtifactFilter {
         kind: input.kind.as_deref(),
-        status: input.status.map(|s| s.as_str()),
+        status: input.status,
     };
     let listed = service.store().read(|conn| browse::artifacts(conn, &filter, &page))?;
     let records = listed.rows.iter().map(|row| artifact_record(row, None)).collect();
@@ -57,8 +56,7 @@ pub(super) fn artifact_list(service: &Service, call: &Call<'_>) -> Result<Output
     })
 }
 
-pub(super) fn claim_list(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
-    let input: ClaimListInput = call.input()?;
+pub(super) fn claim_list(service: &Service, call: &Call, input: ClaimListInput) -> Result<Output, ServiceError> {
     let limit = validate::limit("limit", input.limit, limits::MAX_BROWSE_ITEMS)?;
     let before = validate::cursor("before_commit_seq", input.before_commit_seq)?;
     if let Some(id) = &input.cites_artifact_id {
@@ -77,9 +75,9 @@ pub(super) fn claim_list(service: &Service, call: &Call<'_>) -> Result<Output, S
         limit,
     };
     let filter = ClaimFilter {
-        claim_type: input.claim_type.map(|t| t.as_str()),
-        status: input.status.map(|s| s.as_str()),
-        temporal_state: input.temporal_state.map(|t| t.as_str()),
+        claim_type: input.claim_type,
+        status: input.status,
+        temporal_state: input.temporal_state,
         now_db: &now_db,
         cites_artifact_id: input.cites_artifact_id.as_deref(),
         cites_revision_id: input.cites_revision_id.as_deref(),
@@ -113,8 +111,7 @@ pub(super) fn claim_list(service: &Service, call: &Call<'_>) -> Result<Output, S
     })
 }
 
-pub(super) fn event_list(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
-    let input: EventListInput = call.input()?;
+pub(super) fn event_list(service: &Service, call: &Call, input: EventListInput) -> Result<Output, ServiceError> {
     let limit = validate::limit("limit", input.limit, limits::MAX_BROWSE_ITEMS)?;
     let before = validate::cursor("before_commit_seq", input.before_commit_seq)?;
     if let Some(id) = &input.entity_id {
@@ -128,7 +125,7 @@ pub(super) fn event_list(service: &Service, call: &Call<'_>) -> Result<Output, S
         limit,
     };
     let filter = EventFilter {
-        entity_type: input.entity_type.map(|t| t.as_str()),
+        entity_type: input.entity_type,
         entity_id: input.entity_id.as_deref(),
     };
     let listed = service.store().read(|conn| browse::events(conn, &filter, &page))?;
@@ -139,7 +136,7 @@ pub(super) fn event_list(service: &Service, call: &Call<'_>) -> Result<Output, S
             commit_seq: row.commit_seq,
             event_id: row.event_id.clone(),
             event_type: row.event_type.clone(),
-            entity_type: row.entity_type.clone(),
+            entity_type: row.entity_type,
             entity_id: row.entity_id.clone(),
             revision_id: row.revision_id.clone(),
             actor: row.actor.clone(),

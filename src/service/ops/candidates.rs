@@ -330,7 +330,7 @@ pub(super) fn query_units(plan: &Plan) -> Vec<QueryUnit> {
         .iter()
         .map(|u| QueryUnit {
             unit: u.unit.text.clone(),
-            kind: u.unit.kind.as_str(),
+            kind: u.unit.kind.as_str().into(),
             weight: u.weight.value,
             generic: u.weight.generic,
         })
@@ -349,19 +349,20 @@ pub(super) fn qualification_info(plan: &Plan, examined: &Examined) -> Qualificat
                 how: match m.kind {
                     MatchKind::Exact => "exact",
                     other => other.as_str(),
-                },
+                }
+                .into(),
                 term: m.term.clone(),
             })
         })
         .collect();
     QualificationInfo {
-        policy_version: POLICY_VERSION,
+        policy_version: POLICY_VERSION.into(),
         qualified: examined.is_qualified(),
         units: query_units(plan),
         required_weight: plan.policy.required,
         matched_weight: examined.qualification.matched_weight,
         matched,
-        shortfall: examined.demoted.or(examined.qualification.shortfall),
+        shortfall: examined.demoted.or(examined.qualification.shortfall).map(Into::into),
     }
 }
 
@@ -369,7 +370,7 @@ pub(super) fn qualification_info(plan: &Plan, examined: &Examined) -> Qualificat
 pub(super) fn query_analysis(plan: &Plan, found_nothing: bool, near_misses: usize) -> QueryAnalysis {
     let advice = found_nothing.then(|| advice(plan, near_misses));
     QueryAnalysis {
-        policy_version: POLICY_VERSION,
+        policy_version: POLICY_VERSION.into(),
         units: query_units(plan),
         ignored_words: plan.analysis.ignored.clone(),
         question: plan.analysis.question,

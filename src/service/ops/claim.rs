@@ -1,17 +1,41 @@
 //! `claim.assert`, `claim.get`, `claim.history`, `claim.revise`, `claim.retract`.
 
 use super::mutation::{self, Acknowledged};
-use crate::protocol::artifact::HistoryPage;
+use super::revisioned::{self, Entity};
 use crate::protocol::claim::{
-    ClaimAssertInput, ClaimGetInput, ClaimHistoryInput, ClaimRetractInput, ClaimReviseInput, EvidenceLocator,
+    ClaimAssertInput, ClaimGetInput, ClaimHistoryInput, ClaimRecord, ClaimRetractInput, ClaimReviseInput, ClaimStatus,
+    EvidenceLocator,
 };
 use crate::protocol::limits;
-use crate::service::convert::{claim_record, context_owner, evidence_ref};
+use crate::service::convert::{claim_record, context_owner};
 use crate::service::validate;
 use crate::service::{Call, Output, Service, ServiceError};
-use crate::store::claim::{self as store_claim, EvidenceRef, NewClaimRevision};
-use crate::store::{StoreError, scope};
+use crate::store::StoreError;
+use crate::store::claim::{self as store_claim, ClaimRow, Claims, NewClaimRevision};
+use crate::store::revisioned as store_revisioned;
 use crate::timefmt;
+
+impl Entity for Claims {
+    type Record = ClaimRecord;
+    const CLOSED: &'static str = "retracted";
+
+    fn record(row: &ClaimRow) -> ClaimRecord {
+        claim_record(row)
+    }
+
+    fn acknowledged(row: ClaimRow) -> Acknowledged {
+        Acknowledged::Claim(row)
+    }
+
+    fn is_closed(row: &ClaimRow) -> bool {
+        row.lifecycle == ClaimStatus::Retracted
+    }
+
+    /// Always `claim <id>`, even when the revision is the missing part (as the reference).
+    fn not_found(id: &str, _revision_id: Option<&str>) -> String {
+        format!("claim {id}")
+    }
+}
 
 fn check_confidence(confidence: Option<f64>) -> Result<(), ServiceError> {
     match confidence {
@@ -23,7 +47,7 @@ fn check_confidence(confidence: Option<f64>) -> Result<(), ServiceError> {
 }
 
 /// Shape checks on locators; existence and bounds are checked against the store.
-fn check_evidence(evidence: &[EvidenceLocator]) -> Result<Vec<EvidenceRef>, ServiceError> {
+fn check_evidence(evidence: &[EvidenceLocator]) -> Result<(), ServiceError> {
     if evidence.len() > limits::MAX_EVIDENCE_ITEMS {
         return Err(ServiceError::invalid(format!(
             "evidence must not contain more than {} items",
@@ -47,7 +71,7 @@ fn check_evidence(evidence: &[EvidenceLocator]) -> Result<Vec<EvidenceRef>, Serv
             _ => {}
         }
     }
-    Ok(evidence.iter().map(evidence_ref).collect())
+    Ok(())
 }
 
 fn check_revision_fields(statement: &str, confidence: Option<f64>, actor: Option<&str>) -> Result<(), ServiceError> {
@@ -56,10 +80,9 @@ fn check_revision_fields(statement: &str, confidence: Option<f64>, actor: Option
     validate::optional_bounded("actor", actor, limits::MAX_ACTOR_BYTES)
 }
 
-pub(super) fn assert(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
-    let input: ClaimAssertInput = call.input()?;
+pub(super) fn assert(service: &Service, call: &Call, input: ClaimAssertInput) -> Result<Output, ServiceError> {
     check_revision_fields(&input.statement, input.confidence, input.actor.as_deref())?;
-    let evidence = check_evidence(&input.evidence)?;
+    check_evidence(&input.evidence)?;
     let valid_from = input
         .valid_from
         .as_deref()
@@ -77,11 +100,11 @@ pub(super) fn assert(service: &Service, call: &Call<'_>) -> Result<Output, Servi
     }
     let key = call.idempotency_key()?;
     let owner = context_owner(call.context()?);
-    let claim_type = input.claim_type.as_str();
+    let claim_type = input.claim_type;
     let new = NewClaimRevision {
         statement: input.statement,
         confidence: input.confidence,
-        evidence,
+        evidence: input.evidence,
         actor: input.actor,
     };
     let valid_from = valid_from.map(|t| timefmt::to_db(&t));
@@ -103,115 +126,40 @@ pub(super) fn assert(service: &Service, call: &Call<'_>) -> Result<Output, Servi
     Ok(Output::mutation(written))
 }
 
-pub(super) fn get(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
-    let input: ClaimGetInput = call.input()?;
-    validate::id("claim_id", &input.claim_id)?;
-    if let Some(rev) = &input.revision_id {
-        validate::id("revision_id", rev)?;
-    }
-    let row = service
-        .store()
-        .read(|conn| {
-            let row = store_claim::get(conn, &input.claim_id, input.revision_id.as_deref())?;
-            match row {
-                // A purged revision reads as `NOT_FOUND` with `details.state = "purged"`.
-                Some(row) if row.purged => Err(crate::store::tombstone::purged_error_from(
-                    conn,
-                    "claim",
-                    &row.claim_id,
-                    Some(&row.revision_id),
-                )),
-                other => Ok(other),
-            }
-        })?
-        .ok_or_else(|| StoreError::NotFound(format!("claim {}", input.claim_id)))?;
+pub(super) fn get(service: &Service, input: ClaimGetInput) -> Result<Output, ServiceError> {
+    let row = revisioned::get::<Claims>(service, &input.claim_id, input.revision_id.as_deref())?;
     Output::read(claim_record(&row))
 }
 
-pub(super) fn history(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
-    let input: ClaimHistoryInput = call.input()?;
-    validate::id("claim_id", &input.claim_id)?;
-    let limit = validate::limit("limit", input.limit, limits::MAX_HISTORY_ITEMS)?;
-    let before = validate::cursor("before_revision_number", input.before_revision_number)?;
-    let (rows, truncated) = service.store().read(|conn| {
-        if !store_claim::exists(conn, &input.claim_id)? {
-            return Err(StoreError::NotFound(format!("claim {}", input.claim_id)));
-        }
-        store_claim::history(conn, &input.claim_id, limit, before)
-    })?;
-    let next = if truncated {
-        rows.last().map(|r| r.revision_number)
-    } else {
-        None
-    };
-    Output::read(HistoryPage {
-        revisions: rows.iter().map(claim_record).collect(),
-        truncated,
-        next_before_revision_number: next,
-    })
+pub(super) fn history(service: &Service, input: ClaimHistoryInput) -> Result<Output, ServiceError> {
+    revisioned::history::<Claims>(service, &input.claim_id, input.limit, input.before_revision_number)
 }
 
-pub(super) fn revise(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
-    let input: ClaimReviseInput = call.input()?;
+pub(super) fn revise(service: &Service, call: &Call, input: ClaimReviseInput) -> Result<Output, ServiceError> {
     validate::id("claim_id", &input.claim_id)?;
     validate::id("if_revision", &input.if_revision)?;
     check_revision_fields(&input.statement, input.confidence, input.actor.as_deref())?;
-    let evidence = check_evidence(&input.evidence)?;
-    let key = call.idempotency_key()?;
-    let ambient = context_owner(call.context()?);
+    check_evidence(&input.evidence)?;
     let new = NewClaimRevision {
         statement: input.statement,
         confidence: input.confidence,
-        evidence,
+        evidence: input.evidence,
         actor: input.actor,
     };
-    let written = service.store().write(move |tx| {
-        let head = store_claim::head(tx.conn(), &input.claim_id)?;
-        scope::check_write("claim", &head.claim_id, &head.owner, &ambient)?;
-        if let Some(replay) = mutation::check(tx, &key)? {
-            return Ok(replay);
-        }
+    let if_revision = input.if_revision;
+    revisioned::write_existing::<Claims>(service, call, input.claim_id.into_string(), move |tx, head| {
         store_claim::validate_evidence(tx.conn(), &new.evidence)?;
-        if head.revision_id != input.if_revision {
-            return Err(StoreError::RevisionConflict {
-                entity_type: "claim",
-                entity_id: head.claim_id.clone(),
-                current: head.revision_id.clone(),
-                requested: input.if_revision.clone(),
-            });
-        }
+        revisioned::check_if_revision::<Claims>(&head, &if_revision)?;
         if head.is_terminal() {
             return Err(StoreError::Invalid(format!(
                 "cannot revise {} claim {}",
                 head.lifecycle, head.claim_id
             )));
         }
-        let (row, commit_seq) = store_claim::revise(tx, &head, &new)?;
-        mutation::record(tx, &key, Acknowledged::Claim(row), commit_seq)
-    })?;
-    Ok(Output::mutation(written))
+        store_revisioned::revise::<Claims>(tx, &head, &new)
+    })
 }
 
-pub(super) fn retract(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
-    let input: ClaimRetractInput = call.input()?;
-    validate::id("claim_id", &input.claim_id)?;
-    validate::bounded("reason", &input.reason, limits::MAX_REASON_BYTES)?;
-    let key = call.idempotency_key()?;
-    let ambient = context_owner(call.context()?);
-    let written = service.store().write(move |tx| {
-        let head = store_claim::head(tx.conn(), &input.claim_id)?;
-        scope::check_write("claim", &head.claim_id, &head.owner, &ambient)?;
-        if let Some(replay) = mutation::check(tx, &key)? {
-            return Ok(replay);
-        }
-        if head.lifecycle == "retracted" {
-            return Err(StoreError::Invalid(format!(
-                "claim {} is already retracted",
-                head.claim_id
-            )));
-        }
-        let (row, commit_seq) = store_claim::retract(tx, &head, &input.reason)?;
-        mutation::record(tx, &key, Acknowledged::Claim(row), commit_seq)
-    })?;
-    Ok(Output::mutation(written))
+pub(super) fn retract(service: &Service, call: &Call, input: ClaimRetractInput) -> Result<Output, ServiceError> {
+    revisioned::close::<Claims>(service, call, input.claim_id.into_string(), input.reason)
 }

@@ -7,7 +7,7 @@
 //! `provenance.evidence` carries.
 
 use super::recall::conflict_summary;
-use super::search::{Kinds, RankedHit, SearchRequest, Source, evidence_citation};
+use super::search::{Kinds, RankedHit, SearchRequest, Source, evidence_citation, labels};
 use crate::protocol::limits;
 use crate::protocol::relation::EntityType;
 use crate::protocol::retrieval::{BundleManifestItem, ContextBuildInput, ContextBundle};
@@ -18,8 +18,7 @@ use crate::store::claim as store_claim;
 use crate::store::conflict as store_conflict;
 use crate::store::search as store_search;
 
-pub(super) fn build(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
-    let input: ContextBuildInput = call.input()?;
+pub(super) fn build(service: &Service, call: &Call, input: ContextBuildInput) -> Result<Output, ServiceError> {
     let request = SearchRequest::new(&input.search(), call.context()?)?;
     let max_bytes = usize::try_from(input.max_bytes).unwrap_or(usize::MAX);
     let (ranked, conflicts) = service.store().read(|conn| {
@@ -40,9 +39,9 @@ pub(super) fn build(service: &Service, call: &Call<'_>) -> Result<Output, Servic
     let render_conflicts: Vec<RenderConflict> = conflicts
         .iter()
         .map(|c| RenderConflict {
-            left_id: c.left_id.clone(),
-            right_id: c.right_id.clone(),
-            relation_id: c.relation_id.clone(),
+            left_id: c.left_id.to_string(),
+            right_id: c.right_id.to_string(),
+            relation_id: c.relation_id.to_string(),
         })
         .collect();
     let render_hits: Vec<RenderHit> = ranked.hits.iter().map(render_hit).collect();
@@ -59,10 +58,10 @@ pub(super) fn build(service: &Service, call: &Call<'_>) -> Result<Output, Servic
             entity_type: hit.wire.entity_type,
             entity_id: hit.wire.entity_id.clone(),
             revision_id: hit.wire.revision_id.clone(),
-            status: hit.wire.status.clone(),
+            status: hit.wire.status,
             context: hit.wire.context.clone(),
             provenance: hit.wire.provenance.clone(),
-            risk_signals: render.risk_signals.clone(),
+            risk_signals: labels(render.risk_signals.clone()),
             source_excerpt_bytes: hit.wire.excerpt.len(),
             included_bytes: item.included_bytes,
             excerpt_available: item.excerpt_available,
@@ -109,11 +108,11 @@ fn render_hit(hit: &RankedHit) -> RenderHit {
         entity_kind,
         title: wire.title.clone(),
         citation: wire.citation.clone(),
-        status: wire.status.clone(),
+        status: wire.status.to_string(),
         temporal_state: hit.temporal_state.map(str::to_owned),
         is_current,
         evidence_citations,
-        matched_by: wire.matched_by.iter().map(|m| (*m).to_owned()).collect(),
+        matched_by: wire.matched_by.iter().map(|m| m.to_string()).collect(),
         risk_signals: risk_signals(&wire.title, &wire.excerpt),
         excerpt: wire.excerpt.clone(),
     }

@@ -3,23 +3,22 @@
 use crate::instructions::INSTRUCTION_SET_VERSION;
 use crate::protocol::limits;
 use crate::protocol::meta::{
-    CapabilitiesDocument, ContextResolveResult, DecayClassPolicy, EmptyInput, OperationCapability, RecencyPolicy,
+    CapabilitiesDocument, CapabilitiesInput, ContextResolveInput, ContextResolveResult, DecayClassPolicy,
+    OperationCapability, RecencyPolicy,
 };
-use crate::protocol::{Horizon, Operation, PROTOCOL_VERSION, ResolvedContext};
+use crate::protocol::{ContextSource, Horizon, Operation, PROTOCOL_VERSION, ResolvedContext};
 use crate::retrieval::rank::{self, DecayClass};
 use crate::service::{Call, Output, ServiceError};
 
-pub(super) fn context_resolve(call: &Call<'_>) -> Result<Output, ServiceError> {
-    let _: EmptyInput = call.input()?;
+pub(super) fn context_resolve(call: &Call, _: ContextResolveInput) -> Result<Output, ServiceError> {
     let context = call.context()?;
     Output::read(ContextResolveResult {
         resolved: true,
-        context: ResolvedContext::new(context, call.request.context_source, Horizon::Ambient),
+        context: ResolvedContext::new(context, call.context_source(), Horizon::Ambient),
     })
 }
 
-pub(super) fn capabilities(call: &Call<'_>) -> Result<Output, ServiceError> {
-    let _: EmptyInput = call.input()?;
+pub(super) fn capabilities(_: CapabilitiesInput) -> Result<Output, ServiceError> {
     Output::read(document())
 }
 
@@ -27,14 +26,19 @@ pub(super) fn capabilities(call: &Call<'_>) -> Result<Output, ServiceError> {
 /// dispatch table is exhaustive); extensions are listed in `extensions`.
 pub(crate) fn document() -> CapabilitiesDocument {
     CapabilitiesDocument {
-        product: "memoree",
+        product: "memoree".into(),
         protocol_version: PROTOCOL_VERSION,
         instruction_set_version: INSTRUCTION_SET_VERSION,
         local_personal_mode: true,
         authorization: false,
-        default_horizon: "ambient",
-        supported_horizons: vec!["ambient", "workspace", "personal"],
-        ambient_context_sources: vec!["explicit", "session", "marker", "personal"],
+        default_horizon: Horizon::Ambient,
+        supported_horizons: Horizon::ALL.to_vec(),
+        ambient_context_sources: vec![
+            ContextSource::Explicit,
+            ContextSource::Session,
+            ContextSource::Marker,
+            ContextSource::Personal,
+        ],
         broader_horizons_require_reason: true,
         prompt_injection_signals: true,
         max_frame_bytes: limits::MAX_FRAME_BYTES,
@@ -54,10 +58,10 @@ pub(crate) fn document() -> CapabilitiesDocument {
         max_history_items: limits::MAX_HISTORY_ITEMS,
         max_relation_list_items: limits::MAX_RELATION_LIST_ITEMS,
         max_conflict_list_items: limits::MAX_CONFLICT_LIST_ITEMS,
-        authoritative_store: "sqlite_wal",
-        blob_store: "filesystem",
-        retrieval: vec!["exact", "sqlite_fts5"],
-        guarantees: vec![
+        authoritative_store: "sqlite_wal".into(),
+        blob_store: "filesystem".into(),
+        retrieval: vec!["exact".into(), "sqlite_fts5".into()],
+        guarantees: [
             "immutable_revisions",
             "idempotent_mutations",
             "optimistic_concurrency",
@@ -69,14 +73,17 @@ pub(crate) fn document() -> CapabilitiesDocument {
             "revision_bound_conflict_lifecycle",
             "automatic_live_conflict_reassessment",
             "append_only_conflict_events",
-        ],
+        ]
+        .map(Into::into)
+        .to_vec(),
         operations: Operation::ALL
-            .into_iter()
+            .iter()
+            .copied()
             // Extensions are advertised in `extensions` only: a client written against the
             // reference parses `operation` as one of the 23 protocol v1 names.
             .filter(|op| op.is_protocol_v1())
             .map(|op| OperationCapability {
-                operation: op.wire_name(),
+                operation: op,
                 available: true,
                 mutating: op.is_mutating(),
                 side_effecting: op.is_side_effecting(),
@@ -85,7 +92,7 @@ pub(crate) fn document() -> CapabilitiesDocument {
                 supports_explicit_horizon: op.supports_explicit_horizon(),
             })
             .collect(),
-        extensions: vec![
+        extensions: [
             "structured_verify_issues",
             "reindex",
             "connection_busy_envelope",
@@ -98,7 +105,9 @@ pub(crate) fn document() -> CapabilitiesDocument {
             "claim.purge",
             "import",
             "portable_export_v1",
-        ],
+        ]
+        .map(Into::into)
+        .to_vec(),
         recency_policy: recency_policy(),
     }
 }
@@ -114,13 +123,13 @@ fn recency_policy() -> RecencyPolicy {
         DecayClass::General,
     ];
     RecencyPolicy {
-        policy_version: rank::POLICY_VERSION,
+        policy_version: rank::POLICY_VERSION.into(),
         enabled_by_default: true,
         max_promotion: rank::MAX_PROMOTION,
         decay_classes: CLASSES
             .into_iter()
             .map(|class| DecayClassPolicy {
-                decay_class: class.as_str(),
+                decay_class: class.as_str().into(),
                 half_life_days: class.half_life_days(),
                 max_bonus_ratio: class.max_bonus_ratio(),
             })

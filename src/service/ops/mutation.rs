@@ -9,7 +9,8 @@
 
 use serde_json::{Value, json};
 
-use crate::protocol::artifact::MutationResult;
+use crate::protocol::artifact::{ArtifactStatus, MutationResult};
+use crate::protocol::claim::ClaimStatus;
 use crate::service::Written;
 use crate::service::convert::{artifact_record, claim_record, relation_record};
 use crate::store::artifact::{self as store_artifact, ArtifactRow};
@@ -58,14 +59,15 @@ fn broken(recipe: &Value) -> StoreError {
 /// Rebuilds the record an earlier mutation acknowledged, with its lifecycle as it was then.
 fn rebuild(tx: &Tx<'_>, recipe: &Value) -> StoreResult<Value> {
     let text = |key: &str| recipe.get(key).and_then(Value::as_str).map(str::to_owned);
+    let status = |key: &str| recipe.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
     let acknowledged = if let Some(revision) = text("artifact_revision") {
         let mut row = store_artifact::get_revision(tx.conn(), &revision)?.ok_or_else(|| broken(recipe))?;
-        row.status = text("status").ok_or_else(|| broken(recipe))?;
+        row.status = ArtifactStatus::parse(&status("status")).ok_or_else(|| broken(recipe))?;
         row.forgotten_reason = text("reason");
         Acknowledged::Artifact(row)
     } else if let Some(revision) = text("claim_revision") {
         let mut row = store_claim::get_revision(tx.conn(), &revision)?.ok_or_else(|| broken(recipe))?;
-        row.status = text("status").ok_or_else(|| broken(recipe))?;
+        row.status = ClaimStatus::parse(&status("status")).ok_or_else(|| broken(recipe))?;
         row.retraction_reason = text("reason");
         Acknowledged::Claim(row)
     } else if let Some(relation) = text("relation") {

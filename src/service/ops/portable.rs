@@ -9,12 +9,11 @@ use std::path::PathBuf;
 use serde_json::{Map, Value};
 
 use crate::protocol::purge::{ImportInput, ImportMode, ImportResult};
-use crate::service::{Call, Output, Service, ServiceError};
+use crate::service::{Output, Service, ServiceError};
 use crate::store::portable::RECORD_FILES;
-use crate::store::portable::import::{ImportReport, Mode};
+use crate::store::portable::import::ImportReport;
 
-pub(super) fn import(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
-    let input: ImportInput = call.input()?;
+pub(super) fn import(service: &Service, input: ImportInput) -> Result<Output, ServiceError> {
     if input.source.trim().is_empty() {
         return Err(ServiceError::invalid("source must not be empty"));
     }
@@ -25,11 +24,7 @@ pub(super) fn import(service: &Service, call: &Call<'_>) -> Result<Output, Servi
             input.source
         )));
     }
-    let mode = match input.mode {
-        ImportMode::IntoEmpty => Mode::IntoEmpty,
-        ImportMode::Merge => Mode::Merge,
-    };
-    let report = service.store().import(&source, mode, false)?;
+    let report = service.store().import(&source, input.mode, false)?;
     // Imported revisions may sit below the vocabulary's high-water mark: rebuild it.
     service.vocabulary().invalidate();
     Output::read(import_result(&input.source, input.mode, &report))

@@ -39,27 +39,29 @@ pub const PURGE_INCOMPLETE: &str = "PURGE_INCOMPLETE";
 /// Warning code on every purge acknowledgement: earlier copies still hold the bytes.
 pub const EARLIER_COPIES_RETAIN_CONTENT: &str = "EARLIER_COPIES_RETAIN_CONTENT";
 
-pub(super) fn artifact_purge(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
-    let input: ArtifactPurgeInput = call.input()?;
+pub(super) fn artifact_purge(
+    service: &Service,
+    call: &Call,
+    input: ArtifactPurgeInput,
+) -> Result<Output, ServiceError> {
     validate::id("artifact_id", &input.artifact_id)?;
     purge(
         service,
         call,
         EntityKind::Artifact,
-        input.artifact_id,
+        input.artifact_id.into(),
         input.reason,
         input.actor,
     )
 }
 
-pub(super) fn claim_purge(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
-    let input: ClaimPurgeInput = call.input()?;
+pub(super) fn claim_purge(service: &Service, call: &Call, input: ClaimPurgeInput) -> Result<Output, ServiceError> {
     validate::id("claim_id", &input.claim_id)?;
     purge(
         service,
         call,
         EntityKind::Claim,
-        input.claim_id,
+        input.claim_id.into(),
         input.reason,
         input.actor,
     )
@@ -74,7 +76,7 @@ enum Step {
 
 fn purge(
     service: &Service,
-    call: &Call<'_>,
+    call: &Call,
     kind: EntityKind,
     entity_id: String,
     reason: String,
@@ -174,17 +176,17 @@ fn purge_result(tombstone: &Tombstone, created: bool) -> PurgeResult {
                 .iter()
                 .filter_map(|item| {
                     Some(CitingClaim {
-                        claim_id: item.get("claim_id")?.as_str()?.to_owned(),
-                        revision_id: item.get("revision_id")?.as_str()?.to_owned(),
+                        claim_id: item.get("claim_id")?.as_str()?.into(),
+                        revision_id: item.get("revision_id")?.as_str()?.into(),
                     })
                 })
                 .collect()
         })
         .unwrap_or_default();
     PurgeResult {
-        entity_type: tombstone.entity_type.clone(),
+        entity_type: tombstone.entity_type,
         entity_id: tombstone.entity_id.clone(),
-        state: "purged",
+        state: "purged".into(),
         reason: tombstone.reason.clone(),
         actor: tombstone.actor.clone(),
         purged_by: owner_context(&tombstone.purged_by),
@@ -194,7 +196,7 @@ fn purge_result(tombstone: &Tombstone, created: bool) -> PurgeResult {
             .revisions
             .iter()
             .map(|r| PurgedRevisionRecord {
-                revision_id: r.revision_id.clone(),
+                revision_id: r.revision_id.as_str().into(),
                 revision_number: r.revision_number,
                 size_bytes: r.size_bytes,
                 blake3: r.blake3.clone(),
@@ -204,7 +206,7 @@ fn purge_result(tombstone: &Tombstone, created: bool) -> PurgeResult {
         citing_claims: citing,
         erasure: tombstone.erasure.clone(),
         erasure_complete: tombstone.erased,
-        earlier_copies: EARLIER_COPIES_NOTICE,
+        earlier_copies: EARLIER_COPIES_NOTICE.into(),
         commit_seq: tombstone.commit_seq,
         created,
     }

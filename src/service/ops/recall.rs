@@ -7,7 +7,11 @@ use std::collections::HashMap;
 use rusqlite::Connection;
 
 use super::candidates;
-use super::search::{Kinds, RankedHit, SearchRequest, Source, artifact_citation, evidence_citation, excerpt_citation};
+use super::search::{
+    Kinds, RankedHit, SearchRequest, Source, artifact_citation, evidence_citation, excerpt_citation, labels,
+};
+use crate::protocol::claim::ClaimStatus;
+use crate::protocol::ids::{ArtifactId, ArtifactRevisionId, RelationId};
 use crate::protocol::limits;
 use crate::protocol::retrieval::{
     ConflictSummary, RecallArtifactReference, RecallClaim, RecallClaimStatus, RecallEvidenceReference, RecallInput,
@@ -25,8 +29,7 @@ use crate::store::conflict::{self as store_conflict, OpenConflict};
 use crate::store::search as store_search;
 use crate::store::{StoreError, StoreResult};
 
-pub(super) fn recall(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
-    let input: RecallInput = call.input()?;
+pub(super) fn recall(service: &Service, call: &Call, input: RecallInput) -> Result<Output, ServiceError> {
     let search = SearchInput {
         query: input.query.clone(),
         horizon: input.horizon,
@@ -157,7 +160,7 @@ fn claim_slots(
 fn sources(hits: &[RankedHit]) -> Vec<Option<String>> {
     hits.iter()
         .map(|hit| match &hit.source {
-            Source::Claim(row) => row.evidence().first().map(|e| e.artifact_id.clone()),
+            Source::Claim(row) => row.evidence().first().map(|e| e.artifact_id.to_string()),
             Source::Artifact(_) => None,
         })
         .collect()
@@ -173,8 +176,8 @@ pub(super) fn conflict_summary(conflict: &OpenConflict) -> ConflictSummary {
 }
 
 /// The sorted, deduplicated contradiction relation ids involving `claim_id`.
-pub(super) fn conflict_relation_ids(conflicts: &[OpenConflict], claim_id: &str) -> Vec<String> {
-    let mut ids: Vec<String> = conflicts
+pub(super) fn conflict_relation_ids(conflicts: &[OpenConflict], claim_id: &str) -> Vec<RelationId> {
+    let mut ids: Vec<RelationId> = conflicts
         .iter()
         .filter(|c| c.source_claim_id == claim_id || c.target_claim_id == claim_id)
         .map(|c| c.relation_id.clone())
@@ -194,7 +197,7 @@ fn recall_claim(
         return Err(StoreError::Internal("a claim search returned an artifact".to_owned()));
     };
     let conflict_relation_ids = conflict_relation_ids(conflicts, &row.claim_id);
-    let status = if row.status == "conflicted" || !conflict_relation_ids.is_empty() {
+    let status = if row.status == ClaimStatus::Conflicted || !conflict_relation_ids.is_empty() {
         RecallClaimStatus::Disputed
     } else {
         RecallClaimStatus::Current
@@ -202,7 +205,7 @@ fn recall_claim(
     Ok(RecallClaim {
         claim_id: row.claim_id.clone(),
         revision_id: row.revision_id.clone(),
-        claim_type: row.claim_type.clone(),
+        claim_type: row.claim_type,
         status,
         statement: row.statement.clone(),
         citation: hit.wire.citation.clone(),
@@ -234,7 +237,7 @@ fn evidence(
 }
 
 /// A locator and whether it gets a preview: artifact, revision, span, preview.
-type PreviewKey = (String, String, Option<u64>, Option<u64>, bool);
+type PreviewKey = (ArtifactId, ArtifactRevisionId, Option<u64>, Option<u64>, bool);
 
 /// Evidence references read once per request and cache key.
 struct Previews<'s> {
@@ -362,17 +365,17 @@ fn artifact_ref(hit: &RankedHit, scores: &[usize], max_excerpt: usize) -> Recall
         _ => (wire.excerpt.clone(), false, wire.excerpt_citation.clone()),
     };
     RecallArtifactReference {
-        artifact_id: wire.entity_id.clone(),
-        revision_id: wire.revision_id.clone(),
+        artifact_id: wire.entity_id.as_str().into(),
+        revision_id: wire.revision_id.as_str().into(),
         citation: artifact_citation(&wire.entity_id, &wire.revision_id),
         title: wire.title.clone(),
-        status: wire.status.clone(),
+        status: wire.status,
         excerpt,
         excerpt_truncated,
         excerpt_citation,
         score: wire.score,
         matched_by: wire.matched_by.clone(),
-        risk_signals: risk_signals(&wire.title, &wire.excerpt),
+        risk_signals: labels(risk_signals(&wire.title, &wire.excerpt)),
         qualification: wire.ranking.qualification.clone(),
     }
 }

@@ -20,31 +20,28 @@ const MAX_RELATION_PAGE_BYTES: usize = 8 * 1024 * 1024;
 /// Encoded item bytes one `conflict.list` page may carry.
 const MAX_CONFLICT_PAGE_BYTES: usize = 12 * 1024 * 1024;
 
-pub(super) fn put(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
-    let input: RelationPutInput = call.input()?;
+pub(super) fn put(service: &Service, call: &Call, input: RelationPutInput) -> Result<Output, ServiceError> {
     validate::id("source_id", &input.source_id)?;
     validate::id("target_id", &input.target_id)?;
     let metadata_json = validate::metadata("metadata", &input.metadata)?;
     if input.source_type == input.target_type && input.source_id == input.target_id {
         return Err(ServiceError::invalid(format!(
             "a relation cannot connect {} {} to itself",
-            input.source_type.as_str(),
-            input.source_id
+            input.source_type, input.source_id
         )));
     }
     let relation = input.relation;
     let claims = input.source_type == EntityType::Claim && input.target_type == EntityType::Claim;
     if relation.is_claim_lifecycle() && !claims {
         return Err(ServiceError::invalid(format!(
-            "{} relations require claim-to-claim endpoints",
-            relation.as_str()
+            "{relation} relations require claim-to-claim endpoints"
         )));
     }
     let key = call.idempotency_key()?;
     let ambient = context_owner(call.context()?);
     let written = service.store().write(move |tx| {
-        let source = store_relation::endpoint(tx.conn(), input.source_type.as_str(), &input.source_id)?;
-        let target = store_relation::endpoint(tx.conn(), input.target_type.as_str(), &input.target_id)?;
+        let source = store_relation::endpoint(tx.conn(), input.source_type, &input.source_id)?;
+        let target = store_relation::endpoint(tx.conn(), input.target_type, &input.target_id)?;
         store_relation::check_endpoint_write(&source, &ambient)?;
         store_relation::check_endpoint_write(&target, &ambient)?;
         if let Some(replay) = mutation::check(tx, &key)? {
@@ -52,7 +49,7 @@ pub(super) fn put(service: &Service, call: &Call<'_>) -> Result<Output, ServiceE
         }
         let new = NewRelation {
             source,
-            relation: relation.as_str(),
+            relation,
             target,
             metadata_json,
         };
@@ -68,8 +65,7 @@ pub(super) fn put(service: &Service, call: &Call<'_>) -> Result<Output, ServiceE
     Ok(Output::mutation(written))
 }
 
-pub(super) fn list(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
-    let input: RelationListInput = call.input()?;
+pub(super) fn list(service: &Service, call: &Call, input: RelationListInput) -> Result<Output, ServiceError> {
     let limit = validate::limit("limit", input.limit, limits::MAX_RELATION_LIST_ITEMS)?;
     let before = validate::cursor("before_commit_seq", input.before_commit_seq)?;
     validate::id("entity_id", &input.entity_id)?;
@@ -77,7 +73,7 @@ pub(super) fn list(service: &Service, call: &Call<'_>) -> Result<Output, Service
     let ambient = context_owner(context);
     let horizon = input.horizon;
     let (rows, more) = service.store().read(|conn| {
-        let anchor = store_relation::endpoint(conn, input.entity_type.as_str(), &input.entity_id)?;
+        let anchor = store_relation::endpoint(conn, input.entity_type, &input.entity_id)?;
         store_relation::check_anchor_read(&anchor, &ambient, &context.pins, horizon)?;
         store_relation::list(
             conn,
@@ -85,7 +81,7 @@ pub(super) fn list(service: &Service, call: &Call<'_>) -> Result<Output, Service
                 entity_type: anchor.entity_type,
                 entity_id: &anchor.entity_id,
                 direction: input.direction,
-                relation: input.relation.map(|r| r.as_str()),
+                relation: input.relation,
                 before_commit_seq: before,
                 limit,
                 ambient: &ambient,
@@ -118,8 +114,7 @@ pub(super) fn list(service: &Service, call: &Call<'_>) -> Result<Output, Service
     })
 }
 
-pub(super) fn conflict_list(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
-    let input: ConflictListInput = call.input()?;
+pub(super) fn conflict_list(service: &Service, call: &Call, input: ConflictListInput) -> Result<Output, ServiceError> {
     let limit = validate::limit("limit", input.limit, limits::MAX_CONFLICT_LIST_ITEMS)?;
     let before = validate::cursor("before_case_sequence", input.before_case_sequence)?;
     let ambient = context_owner(call.context()?);
@@ -191,7 +186,7 @@ fn snapshot(
     })?;
     let current = store_claim::head(conn, claim_id)?;
     Ok(ConflictClaimSnapshot {
-        claim_id: claim_id.to_owned(),
+        claim_id: claim_id.into(),
         frozen_is_current: frozen.is_current_revision(),
         frozen: claim_record(&frozen),
         current: claim_record(&current),
@@ -230,9 +225,7 @@ pub(super) fn broaden_hint(what: &str, horizon: Horizon) -> Option<String> {
         Horizon::Personal => return None,
     };
     Some(format!(
-        "No {what} are visible at the {} horizon. To look further, repeat this request with \
-         horizon \"{}\" and a non-empty reason; Memoree never broadens on its own.",
-        horizon.as_str(),
-        next.as_str()
+        "No {what} are visible at the {horizon} horizon. To look further, repeat this request with \
+         horizon \"{next}\" and a non-empty reason; Memoree never broadens on its own."
     ))
 }

@@ -5,12 +5,13 @@
 use rusqlite::Connection;
 
 use super::candidates::{self, Body, Examined, MAX_NEAR_MISSES, Table};
+use crate::protocol::artifact::ArtifactStatus;
 use crate::protocol::claim::EvidenceLocator;
 use crate::protocol::relation::EntityType;
 use crate::protocol::retrieval::{
     ClaimHitProvenance, NearMiss, QueryAnalysis, SearchHit, SearchInput, SearchRanking, SearchResult,
 };
-use crate::protocol::{AmbientContext, Horizon, limits};
+use crate::protocol::{AmbientContext, Horizon, Label, limits};
 use crate::retrieval::rank::{self, EffectiveBasis, RankInput};
 use crate::retrieval::snippet::{SNIPPET_TOKENS, window_excerpt};
 use crate::retrieval::{Analysis, Plan, analyze};
@@ -24,8 +25,7 @@ use crate::store::search::{self as store_search, Pins};
 use crate::store::{StoreError, StoreResult};
 use crate::timefmt::{self, Timestamp};
 
-pub(super) fn search(service: &Service, call: &Call<'_>) -> Result<Output, ServiceError> {
-    let input: SearchInput = call.input()?;
+pub(super) fn search(service: &Service, call: &Call, input: SearchInput) -> Result<Output, ServiceError> {
     let request = SearchRequest::new(&input, call.context()?)?;
     let ranked = service.store().read(|conn| {
         store_search::ensure_index_ready(conn, request.min_commit_seq)?;
@@ -37,7 +37,7 @@ pub(super) fn search(service: &Service, call: &Call<'_>) -> Result<Output, Servi
     Output::read(SearchResult {
         query: input.query,
         horizon: request.horizon,
-        retrieval_mode: rank::retrieval_mode(request.recency),
+        retrieval_mode: rank::retrieval_mode(request.recency).into(),
         query_analysis: ranked.query_analysis.clone(),
         near_misses: ranked.near_misses.clone(),
         hits: ranked.hits.into_iter().map(|hit| hit.wire).collect(),
@@ -45,6 +45,11 @@ pub(super) fn search(service: &Service, call: &Call<'_>) -> Result<Output, Servi
         refine_hint,
         broaden_hint,
     })
+}
+
+/// Static labels as wire labels.
+pub(super) fn labels(labels: Vec<&'static str>) -> Vec<Label> {
+    labels.into_iter().map(Label::from).collect()
 }
 
 /// Which entity types a ranked search covers.
@@ -154,7 +159,7 @@ impl SearchRequest {
         let mut hits: Vec<(usize, RankedHit)> = Vec::with_capacity(judged.len());
         for (index, (judged, position)) in judged.into_iter().zip(positions).enumerate() {
             let ranking = SearchRanking {
-                policy_version: rank::POLICY_VERSION,
+                policy_version: rank::POLICY_VERSION.into(),
                 recency_enabled: self.recency,
                 recency_eligible: judged.rank_input.eligible,
                 lexical_score: judged.rank_input.lexical_score,
@@ -163,9 +168,9 @@ impl SearchRequest {
                 final_position: position.final_position + 1,
                 max_promotion: rank::MAX_PROMOTION,
                 effective_at: timefmt::to_wire(&judged.effective_at),
-                effective_at_basis: judged.basis.as_str(),
+                effective_at_basis: judged.basis.as_str().into(),
                 evaluated_at: timefmt::to_wire(&self.evaluated_at),
-                decay_class: judged.rank_input.class.as_str(),
+                decay_class: judged.rank_input.class.as_str().into(),
                 qualification: candidates::qualification_info(plan, &judged.examined),
                 collapsed_duplicates: judged.examined.collapsed.clone(),
             };
@@ -228,7 +233,7 @@ impl SearchRequest {
                 EffectiveBasis::RevisionCreatedAt,
                 rank::decay_class_for_artifact(&row.kind),
                 None,
-                row.status == "active" && row.is_current_revision(),
+                row.status == ArtifactStatus::Active && row.is_current_revision(),
             ),
             Source::Claim(row) => {
                 let (effective, basis) = match &row.valid_from {
@@ -240,7 +245,7 @@ impl SearchRequest {
                 (
                     effective,
                     basis,
-                    rank::decay_class_for_claim(&row.claim_type),
+                    rank::decay_class_for_claim(row.claim_type.as_str()),
                     Some(state),
                     is_current,
                 )
@@ -268,8 +273,8 @@ impl SearchRequest {
                 let (excerpt, excerpt_citation) = artifact_excerpt(plan, row, examined.body.as_ref());
                 (
                     EntityType::Artifact,
-                    row.artifact_id.clone(),
-                    row.revision_id.clone(),
+                    row.artifact_id.to_string(),
+                    row.revision_id.clone().into(),
                     artifact_citation(&row.artifact_id, &row.revision_id),
                     row.title.clone(),
                     excerpt,
@@ -278,8 +283,8 @@ impl SearchRequest {
             }
             Source::Claim(row) => (
                 EntityType::Claim,
-                row.claim_id.clone(),
-                row.revision_id.clone(),
+                row.claim_id.to_string(),
+                row.revision_id.clone().into(),
                 claim_citation(&row.claim_id, &row.revision_id),
                 format!("{} claim", row.claim_type),
                 row.statement.clone(),
@@ -306,9 +311,9 @@ impl SearchRequest {
                 let (excerpt, excerpt_citation) = artifact_excerpt(plan, row, examined.body.as_ref());
                 SearchHit {
                     entity_type: EntityType::Artifact,
-                    entity_id: row.artifact_id.clone(),
-                    revision_id: row.revision_id.clone(),
-                    status: row.status.clone(),
+                    entity_id: row.artifact_id.to_string(),
+                    revision_id: row.revision_id.clone().into(),
+                    status: row.status.into(),
                     title: row.title.clone(),
                     excerpt,
                     excerpt_citation,
@@ -316,28 +321,28 @@ impl SearchRequest {
                     context: owner_context(&row.owner),
                     score,
                     ranking,
-                    matched_by: rank::matched_by(self.recency),
+                    matched_by: labels(rank::matched_by(self.recency)),
                     provenance: stored_object(&row.provenance_json),
                 }
             }
             Source::Claim(row) => {
                 let temporal_state = judged.temporal.unwrap_or("current");
                 let provenance = ClaimHitProvenance {
-                    claim_type: row.claim_type.clone(),
+                    claim_type: row.claim_type,
                     evidence: row.evidence().iter().map(evidence_locator).collect(),
                     confidence: row.confidence,
                     valid_from: row.valid_from.as_deref().map(timefmt::db_to_wire),
                     valid_until: row.valid_until.as_deref().map(timefmt::db_to_wire),
                     evaluated_at,
-                    temporal_state,
+                    temporal_state: temporal_state.into(),
                     is_current_revision: row.is_current_revision(),
                     is_current: row.is_current_revision() && !row.is_terminal() && temporal_state == "current",
                 };
                 SearchHit {
                     entity_type: EntityType::Claim,
-                    entity_id: row.claim_id.clone(),
-                    revision_id: row.revision_id.clone(),
-                    status: row.status.clone(),
+                    entity_id: row.claim_id.to_string(),
+                    revision_id: row.revision_id.clone().into(),
+                    status: row.status.into(),
                     title: format!("{} claim", row.claim_type),
                     excerpt: row.statement.clone(),
                     excerpt_citation: None,
@@ -345,7 +350,7 @@ impl SearchRequest {
                     context: owner_context(&row.owner),
                     score,
                     ranking,
-                    matched_by: rank::matched_by(self.recency),
+                    matched_by: labels(rank::matched_by(self.recency)),
                     provenance: to_value(provenance).map_err(|e| StoreError::Internal(e.to_string()))?,
                 }
             }

@@ -304,10 +304,14 @@ impl Sweep {
 
     /// Serves one generated request given as raw bytes and checks it.
     pub fn check_bytes(&mut self, category: &'static str, label: &str, bytes: &[u8], expect: Expect) -> Response {
-        let parsed: Option<Value> = serde_json::from_slice(bytes).ok();
-        let expected_id = parsed
-            .as_ref()
-            .map_or(TRANSPORT_REQUEST_ID.to_owned(), expected_request_id);
+        let document = crate::protocol::document::parse(bytes).ok();
+        let expected_id = match &document {
+            Some(document) if !document.duplicate.as_ref().is_some_and(|d| d.is_request_id()) => {
+                expected_request_id(&document.value)
+            }
+            _ => TRANSPORT_REQUEST_ID.to_owned(),
+        };
+        let parsed: Option<Value> = document.map(|document| document.value);
         let op = parsed
             .as_ref()
             .and_then(|v| v.get("op"))

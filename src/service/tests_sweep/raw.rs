@@ -1,5 +1,5 @@
 //! Raw request bytes as a transport hands them over: malformed JSON, invalid UTF-8, lone
-//! surrogates, pathological nesting and numbers. Each is `INVALID_REQUEST` (or, when the
+//! surrogates, pathological nesting and numbers, repeated keys. Each is `INVALID_REQUEST` (or, when the
 //! document is still a valid request, whatever the request earns), never a crash.
 
 use super::{Expect, Sweep};
@@ -101,7 +101,17 @@ pub(super) fn sweep(sweep: &mut Sweep) {
         (
             "duplicate request_id keys",
             br#"{"request_id":"a","request_id":"b","op":"schema","input":{}}"#.to_vec(),
-            Expect::Success,
+            INVALID,
+        ),
+        (
+            "duplicate op keys",
+            br#"{"request_id":"raw","op":"schema","op":"verify","input":{}}"#.to_vec(),
+            INVALID,
+        ),
+        (
+            "duplicate keys deep in the input",
+            br#"{"request_id":"raw","op":"search","context":{"workspace_id":"w","project_id":"p"},"input":{"query":"q","recency":{"enabled":true,"enabled":false}}}"#.to_vec(),
+            INVALID,
         ),
         ("huge exponent integer", with_input(b"1e308"), INVALID),
         ("negative zero input", with_input(b"-0"), INVALID),

@@ -437,13 +437,7 @@ fn content(row: &rusqlite::Row<'_>, record: &ArtifactRevisionRecord, cas_root: &
 fn sync_filesystem(dir: &Path) -> StoreResult<()> {
     let handle = File::open(dir)?;
     #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsRawFd;
-        // SAFETY: `handle` is an open directory descriptor for the duration of the call.
-        if unsafe { libc::syncfs(handle.as_raw_fd()) } != 0 {
-            return Err(io::Error::last_os_error().into());
-        }
-    }
+    rustix::fs::syncfs(&handle).map_err(io::Error::from)?;
     #[cfg(not(target_os = "linux"))]
     crate::store::backup::sync_tree(dir)?;
     drop(handle);

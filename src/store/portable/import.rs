@@ -43,24 +43,11 @@ use crate::progress::Progress;
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::{Store, last_commit_seq, purge, reindex, verify};
 
-/// How an archive meets the target store.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// The target must hold no memory; everything is reproduced exactly.
-    IntoEmpty,
-    /// Records new to the target are added (ids kept, `commit_seq` appended); identical
-    /// records are skipped; different records under an existing id refuse the import.
-    Merge,
-}
-
-impl Mode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::IntoEmpty => "into_empty",
-            Mode::Merge => "merge",
-        }
-    }
-}
+/// How an archive meets the target store (the wire enum of `import`): into an empty store,
+/// where everything is reproduced exactly, or merged, where records new to the target are
+/// added (ids kept, `commit_seq` appended), identical records are skipped and different
+/// records under an existing id refuse the import.
+pub use crate::protocol::purge::ImportMode as Mode;
 
 /// What an import did, per record type (indexed like [`RECORD_FILES`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -3,8 +3,10 @@ use std::path::Path;
 use rusqlite::Connection;
 
 use super::*;
+use crate::protocol::claim::ClaimType;
 use crate::store::artifact::{self, BlobRef, NewRevision};
 use crate::store::claim::{self, EvidenceRef, NewClaimRevision};
+use crate::store::revisioned;
 use crate::store::test_seed::{TestStore, owner};
 use crate::store::tombstone::kind;
 
@@ -37,14 +39,14 @@ fn revise(t: &TestStore, current: &artifact::ArtifactRow, bytes: &[u8]) -> artif
     let new = NewRevision {
         title: format!("revised {SECRET}"),
         media_type: "text/plain; charset=utf-8".to_owned(),
-        body_text: artifact::body_text("text/plain", bytes),
+        content: bytes.to_vec(),
         blob,
         provenance_json: format!("{{\"note\":\"{SECRET}\"}}"),
         actor: None,
     };
     let current = current.clone();
     t.store
-        .write(move |tx| artifact::revise(tx, &current, &new).map(|(row, _)| row))
+        .write(move |tx| revisioned::revise::<artifact::Artifacts>(tx, &current, &new).map(|(row, _)| row))
         .unwrap()
 }
 
@@ -61,7 +63,7 @@ fn cite(t: &TestStore, row: &artifact::ArtifactRow, statement: String) -> claim:
         actor: None,
     };
     t.store
-        .write(move |tx| claim::assert(tx, &owner(), "fact", &new, None, None).map(|(row, _)| row))
+        .write(move |tx| claim::assert(tx, &owner(), ClaimType::Fact, &new, None, None).map(|(row, _)| row))
         .unwrap()
 }
 
@@ -144,7 +146,7 @@ fn purging_a_claim_erases_every_statement_and_the_reasons_that_may_quote_it() {
     let claim = cite(&t, &source, format!("the key is {SECRET}"));
     let retracted = claim.clone();
     t.store
-        .write(move |tx| claim::retract(tx, &retracted, &format!("leaked {SECRET}")).map(drop))
+        .write(move |tx| revisioned::close::<claim::Claims>(tx, &retracted, &format!("leaked {SECRET}")).map(drop))
         .unwrap();
     let tombstone = purge_now(&t.store, EntityKind::Claim, &claim.claim_id);
     assert!(tombstone.erased);
@@ -227,7 +229,7 @@ fn a_blob_pinned_by_a_concurrent_write_survives_and_the_erasure_stays_incomplete
     assert!(t.store.blobs().contains(&digest));
     assert!(t.store.verify().unwrap().has(kind::PURGE_INCOMPLETE));
     drop(pin);
-    assert_eq!(t.store.resume_purges().unwrap(), vec![doomed.artifact_id.clone()]);
+    assert_eq!(t.store.resume_purges().unwrap(), vec![doomed.artifact_id.to_string()]);
     assert!(!t.store.blobs().contains(&digest));
     assert!(t.store.verify().unwrap().is_ok());
 }
@@ -238,7 +240,7 @@ fn an_interrupted_erasure_is_finished_when_the_store_is_opened() {
     let row = t.put("interrupted", format!("body {SECRET}").as_bytes());
     let request = PurgeRequest {
         kind: EntityKind::Artifact,
-        entity_id: row.artifact_id.clone(),
+        entity_id: row.artifact_id.to_string(),
         reason: "crash".to_owned(),
         actor: None,
         purged_by: owner(),
@@ -292,7 +294,7 @@ fn a_reader_holding_an_old_snapshot_leaves_the_erasure_incomplete_until_it_is_fi
     assert!(t.store.verify().unwrap().has(kind::PURGE_INCOMPLETE));
     reader.execute_batch("COMMIT").unwrap();
     drop(reader);
-    assert_eq!(t.store.resume_purges().unwrap(), vec![row.artifact_id.clone()]);
+    assert_eq!(t.store.resume_purges().unwrap(), vec![row.artifact_id.to_string()]);
     assert!(t.store.verify().unwrap().is_ok());
     assert!(files_holding(&t.data_dir(), SECRET.as_bytes()).is_empty());
 }

@@ -49,7 +49,11 @@ fn one_flipped_byte_in_an_external_blob_is_reported_as_corrupt() {
     let issue = &report.issues[0];
     assert_eq!(issue.entity.as_deref(), Some(artifacts[1].blob_hash.as_str()));
     assert!(issue.detail.contains("digest mismatch"), "{}", issue.detail);
-    assert!(issue.detail.contains(&artifacts[1].revision_id), "{}", issue.detail);
+    assert!(
+        issue.detail.contains(artifacts[1].revision_id.as_str()),
+        "{}",
+        issue.detail
+    );
 }
 
 #[test]
@@ -82,8 +86,8 @@ fn a_deleted_fts_row_is_reported_and_reindex_restores_it() {
     assert_eq!(
         missing,
         [
-            (kind::FTS_MISSING, artifacts[0].revision_id.clone()),
-            (kind::FTS_MISSING, claims[1].revision_id.clone())
+            (kind::FTS_MISSING, artifacts[0].revision_id.to_string()),
+            (kind::FTS_MISSING, claims[1].revision_id.to_string())
         ]
     );
     let rebuilt = t.store.reindex().unwrap();
@@ -164,7 +168,7 @@ fn a_tampered_inline_blob_and_malformed_evidence_are_reported() {
     .unwrap();
     raw.execute(
         "UPDATE claim_revisions SET evidence_json = json_array(json_object('artifact_id', ?1, 'revision_id', ?2, 'start_byte', 5, 'end_byte', 99999)) WHERE id = ?3",
-        [&artifacts[1].artifact_id, &artifacts[1].revision_id, &claims[1].revision_id],
+        rusqlite::params![artifacts[1].artifact_id, artifacts[1].revision_id, claims[1].revision_id],
     )
     .unwrap();
     let report = t.store.verify().unwrap();
@@ -176,9 +180,9 @@ fn a_tampered_inline_blob_and_malformed_evidence_are_reported() {
     assert_eq!(
         found,
         [
-            (kind::CLAIM_EVIDENCE, claims[0].revision_id.clone()),
-            (kind::CLAIM_EVIDENCE, claims[1].revision_id.clone()),
-            (kind::BLOB_CORRUPT, artifacts[2].revision_id.clone()),
+            (kind::CLAIM_EVIDENCE, claims[0].revision_id.to_string()),
+            (kind::CLAIM_EVIDENCE, claims[1].revision_id.to_string()),
+            (kind::BLOB_CORRUPT, artifacts[2].revision_id.to_string()),
         ]
     );
 }
@@ -191,7 +195,7 @@ fn a_broken_commit_sequence_and_a_foreign_head_are_reported() {
         .unwrap();
     raw.execute(
         "UPDATE artifacts SET current_revision_id = ?1 WHERE id = ?2",
-        [&artifacts[1].revision_id, &artifacts[0].artifact_id],
+        rusqlite::params![artifacts[1].revision_id, artifacts[0].artifact_id],
     )
     .unwrap();
     assert_eq!(kinds(&t), [kind::COMMIT_SEQUENCE, kind::HEAD_REVISION]);
@@ -251,7 +255,7 @@ fn a_flipped_byte_in_a_compressed_object_is_corrupt_and_a_wrong_inline_encoding_
     assert_eq!(
         found,
         [
-            (kind::BLOB_CORRUPT, inline.revision_id.clone()),
+            (kind::BLOB_CORRUPT, inline.revision_id.to_string()),
             (kind::BLOB_CORRUPT, external.blob_hash.clone()),
         ]
     );
