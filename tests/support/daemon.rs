@@ -350,7 +350,12 @@ impl DaemonHome {
     /// The binary with `args`, run in this home: every inherited `MEMOREE_*` variable is
     /// removed, `MEMOREE_HOME` is set, and the working directory is the home itself.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(BIN);
+        self.command_of(BIN.as_ref(), args)
+    }
+
+    /// [`Self::command`] with another executable.
+    pub fn command_of(&self, program: &std::path::Path, args: &[&str]) -> Command {
+        let mut command = Command::new(program);
         for (name, _) in std::env::vars_os() {
             if name.to_string_lossy().starts_with("MEMOREE_") {
                 command.env_remove(&name);

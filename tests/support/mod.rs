@@ -40,6 +40,8 @@ pub const SCRUBBED_ENV: &[&str] = &[
 
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_memoree");
+/// The slim daemon executable autostart runs (built beside `memoree`).
+pub const DAEMON_BIN: &str = env!("CARGO_BIN_EXE_memoree-daemon");
 
 /// The path of the binary under test.
 pub fn bin() -> &'static str {
