@@ -4,7 +4,7 @@
 //! cases and scenarios added later are picked up without touching code. Only the kit binary
 //! includes the generated file; the in-tree runner reads the same files from disk.
 //!
-//! Link options of the `memoree` binary: on Linux with the GNU toolchain the
+//! Link options of the `memoree` and `memoree-daemon` binaries: on Linux with the GNU toolchain the
 //! position-independent executable's relocations are packed (`-z pack-relative-relocs`, DT_RELR,
 //! glibc 2.36+), so the dynamic loader reads a few kilobytes of relocation table at startup
 //! instead of ~450 KB, which every daemon and every `memoree call` would otherwise keep
@@ -20,7 +20,9 @@ fn main() {
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     let env = std::env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
     if os == "linux" && env == "gnu" {
-        println!("cargo:rustc-link-arg-bin=memoree=-Wl,-z,pack-relative-relocs");
+        for bin in ["memoree", "memoree-daemon"] {
+            println!("cargo:rustc-link-arg-bin={bin}=-Wl,-z,pack-relative-relocs");
+        }
     }
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();

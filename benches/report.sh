@@ -7,6 +7,8 @@
 #   MEMOREE_BENCH_SIZES=1000,10000 bash benches/report.sh
 #   MEMOREE_REPORT_BENCHES="storage store" bash benches/report.sh   # a subset (others omitted)
 #   MEMOREE_REPORT_NOTE="machine was busy" bash benches/report.sh   # a note in the header
+#   MEMOREE_REPORT_REUSE="retrieval mcp" bash benches/report.sh   # keep those benches' last
+#                                         # logs (their commit and date are shown) and rerun the rest
 #
 # Needs jq. The full run takes roughly 15-30 minutes on two cores (the 100k retrieval corpus
 # is seeded once and cached under target/retrieval-bench/).
@@ -23,12 +25,24 @@ mkdir -p "$logs"
 command -v jq >/dev/null || { echo "benches/report.sh needs jq" >&2; exit 2; }
 
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+reuse=" ${MEMOREE_REPORT_REUSE:-} "
+commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src benches Cargo.toml || echo '+')
 for bench in $benches; do
+    if [[ $reuse == *" $bench "* && -s "$logs/$bench.log" && -s "$logs/$bench.ran" ]]; then
+        echo "== reusing the last run of --bench $bench ($(cat "$logs/$bench.ran"))" >&2
+        continue
+    fi
     echo "== cargo bench --bench $bench" >&2
     seconds=$SECONDS
+    : >"$logs/$bench.started"
     MEMOREE_BENCH_SIZES=$sizes cargo bench --locked --bench "$bench" >"$logs/$bench.log" 2>"$logs/$bench.stderr"
     echo "   $((SECONDS - seconds)) s" >&2
     echo $((SECONDS - seconds)) >"$logs/$bench.seconds"
+    echo "commit $commit, $(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$logs/$bench.ran"
+    # The criterion estimates this bench wrote, kept with its log so a later partial run can
+    # reuse them.
+    find "$target_dir/criterion" -path '*/new/estimates.json' -newer "$logs/$bench.started" 2>/dev/null |
+        sort >"$logs/$bench.estimates"
 done
 
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)
@@ -54,7 +68,7 @@ human() {
     echo "- date: $started"
     echo "- CPU: ${cpu:-unknown}, $(nproc) cores online; memory $memory"
     echo "- kernel: $(uname -sr); $(rustc --version)"
-    echo "- commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src benches Cargo.toml || echo ' (with uncommitted changes)')"
+    echo "- commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src benches Cargo.toml || echo ' (with uncommitted changes)')${MEMOREE_REPORT_REUSE:+ (reused: $MEMOREE_REPORT_REUSE; each bench names the commit it ran on)}"
     echo "- load average when the report was assembled: $load"
     echo "- benches run: $benches (retrieval sizes: $sizes)"
     if [ -n "${MEMOREE_REPORT_NOTE:-}" ]; then
@@ -79,7 +93,7 @@ human() {
     echo "## Bench summaries"
     for bench in $benches; do
         echo
-        echo "### \`cargo bench --bench $bench\` ($(cat "$logs/$bench.seconds") s)"
+        echo "### \`cargo bench --bench $bench\` ($(cat "$logs/$bench.seconds") s; $(cat "$logs/$bench.ran"))"
         echo
         echo '```text'
         grep -v -e $'^TARGET\t' -e '^Benchmarking ' -e '^Gnuplot' -e '^$' \
@@ -89,11 +103,11 @@ human() {
         echo '```'
     done
     echo
-    echo "## Criterion estimates (median of this run)"
+    echo "## Criterion estimates (median of each bench's run)"
     echo
     echo "| benchmark | median |"
     echo "|---|---|"
-    find "$target_dir/criterion" -path '*/new/estimates.json' -newer "$logs/started" 2>/dev/null | sort |
+    for bench in $benches; do cat "$logs/$bench.estimates" 2>/dev/null || true; done | sort -u |
         while read -r file; do
             id=${file#"$target_dir/criterion/"}
             id=${id%/new/estimates.json}

@@ -49,7 +49,7 @@ use rng::Rng;
 use serde_json::{Value, json};
 
 /// Bump when the generator changes so cached corpora are rebuilt.
-const CORPUS_VERSION: u32 = 3;
+const CORPUS_VERSION: u32 = 4;
 const COMMON_WORDS: usize = 300;
 const TOPIC_WORDS_PER_DOC: usize = 10;
 const QUERIES: usize = 64;
@@ -64,7 +64,9 @@ const PERCENTILE_ROUNDS: usize = 4;
 static KEY: AtomicU64 = AtomicU64::new(0);
 
 /// A pronounceable word for index `i` in a tier (`c` common, `t` topic: its first letter
-/// varies, like a real vocabulary's).
+/// varies, like a real vocabulary's). Topic words have at least two syllables (five
+/// letters), so every corpus size has topic words long enough for the query classes: a typo
+/// in a three-letter word is not one a reader would correct.
 fn word(tier: char, mut i: usize) -> String {
     const SYLLABLES: [&str; 16] = [
         "ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "de", "fu", "gi", "ho", "ja", "pe", "qu", "zo",
@@ -76,10 +78,13 @@ fn word(tier: char, mut i: usize) -> String {
     } else {
         out.push(tier);
     }
+    let min_syllables = if tier == 't' { 2 } else { 1 };
+    let mut syllables = 0;
     loop {
         out.push_str(SYLLABLES[i % 16]);
+        syllables += 1;
         i /= 16;
-        if i == 0 {
+        if i == 0 && syllables >= min_syllables {
             break;
         }
     }
@@ -379,7 +384,13 @@ fn queries(store: &Store, size: usize) -> Queries {
         common: Vec::new(),
         typo: Vec::new(),
     };
+    let mut attempts = 0;
     while queries.rare.len() < QUERIES {
+        attempts += 1;
+        assert!(
+            attempts < 100 * QUERIES,
+            "the {size}-artifact corpus yields no query of every class"
+        );
         // Artifact revision seqs are dense: 1..=size.
         let seq = 1 + rng.below(size) as i64;
         let words = body_words(store, seq);

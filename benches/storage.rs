@@ -6,7 +6,8 @@
 //!    themselves). Text is pseudo-English: Zipf-distributed words from a 5,000-word
 //!    vocabulary in sentences and paragraphs. Every put goes through the service (idempotency
 //!    key, FTS, events), four writers at a time so group commit applies as in real use.
-//! 2. **Daemon RSS**: `memoree serve` (the release binary) on a temp socket; `VmRSS` idle after
+//! 2. **Daemon RSS**: the daemon users get by default, started by the autostart launcher from
+//!    the release `memoree` (so the slim `memoree-daemon` beside it) on a temp socket; `VmRSS` idle after
 //!    start (target <= 10 MiB), then `VmRSS` and `VmHWM` (peak) after a load of puts,
 //!    searches, recalls, builds and an 8 MiB artifact written and read back; and (section
 //!    `rss_loaded`) `VmRSS` after 10,000 artifacts were put through one connection, plus a
@@ -31,10 +32,11 @@ mod targets;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use memoree::client::autostart::Launcher;
 use memoree::client::socket::SocketClient;
 use memoree::paths::Endpoint;
 use memoree::protocol::Request;
@@ -311,9 +313,11 @@ fn amplification() {
     }
 }
 
-/// A release-binary daemon on a temp socket; killed (by its own pid) on drop.
+/// The daemon users get by default, on a temp socket: started by the autostart launcher
+/// from the release `memoree` executable (so `memoree-daemon` beside it, exactly as
+/// `memoree call` would start it); stopped (by its own pid) on drop.
 struct Daemon {
-    child: Child,
+    pid: rustix::process::Pid,
     socket: PathBuf,
     home: tempfile::TempDir,
     _data: tempfile::TempDir,
@@ -326,22 +330,23 @@ impl Daemon {
         let home = tempfile::tempdir().unwrap();
         let data = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
         let socket = home.path().join("m.sock");
-        let child = Command::new(env!("CARGO_BIN_EXE_memoree"))
-            .arg("serve")
-            .arg("--listen")
-            .arg(format!("unix://{}", socket.display()))
-            .arg("--data-dir")
-            .arg(data.path().join("data"))
-            .env("MEMOREE_HOME", home.path())
-            .env_remove("MEMOREE_ENDPOINT")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let launcher = Launcher {
+            exe: PathBuf::from(env!("CARGO_BIN_EXE_memoree")),
+            endpoint: Endpoint::Unix(socket.clone()),
+            data_dir: data.path().join("data"),
+            runtime_dir: None,
+        };
+        let pid = launcher.spawn().unwrap();
+        let exe = fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+        assert!(
+            exe.file_name()
+                .is_some_and(|name| name == memoree::client::autostart::DAEMON_EXE),
+            "autostart ran {} instead of the daemon executable",
+            exe.display()
+        );
+        let pid = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap();
         let daemon = Daemon {
-            child,
+            pid,
             socket,
             home,
             _data: data,
@@ -370,7 +375,7 @@ impl Daemon {
 
     /// `(VmRSS, VmHWM)` in KiB.
     fn memory(&self) -> (u64, u64) {
-        let status = fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let status = fs::read_to_string(format!("/proc/{}/status", self.pid.as_raw_nonzero())).unwrap();
         let field = |name: &str| {
             status
                 .lines()
@@ -381,26 +386,28 @@ impl Daemon {
         };
         (field("VmRSS:"), field("VmHWM:"))
     }
+
+    /// Whether the daemon (this bench's child) has exited; reaps it if so.
+    fn exited(&self) -> bool {
+        use rustix::process::{WaitOptions, waitpid};
+        !matches!(waitpid(Some(self.pid), WaitOptions::NOHANG), Ok(None))
+    }
 }
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        // Signals only the child this bench spawned, by its own pid.
-        if let Some(pid) = i32::try_from(self.child.id())
-            .ok()
-            .and_then(rustix::process::Pid::from_raw)
-        {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-        }
+        use rustix::process::{Signal, kill_process};
+        // Signals only the daemon this bench started, by its own pid.
+        let _ = kill_process(self.pid, Signal::TERM);
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
+            if self.exited() {
                 return;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = kill_process(self.pid, Signal::KILL);
+        let _ = self.exited();
     }
 }
 
@@ -461,7 +468,7 @@ fn rss() {
     let (after, peak) = daemon.memory();
     std::thread::sleep(Duration::from_secs(1));
     let (settled, _) = daemon.memory();
-    println!("\n== daemon memory (release binary, VmRSS / VmHWM from /proc) ==");
+    println!("\n== daemon memory (the autostarted release `memoree-daemon`, VmRSS / VmHWM from /proc) ==");
     println!("idle after start: {:.1} MiB", mib_of_kib(idle));
     println!(
         "after load (200 x 4 KiB puts, 8 MiB put + get, 100 reads, 50 gets): VmRSS {:.1} MiB, peak VmHWM {:.1} MiB, 1 s later {:.1} MiB",
@@ -471,7 +478,7 @@ fn rss() {
     );
     target(
         14,
-        "daemon idle RSS",
+        "daemon idle RSS (the autostarted `memoree-daemon`)",
         &format!("{:.1} MiB", mib_of_kib(idle)),
         "-",
         "<= 10 MiB",
@@ -534,7 +541,9 @@ fn rss_loaded() {
     let (loaded, peak) = daemon.memory();
     std::thread::sleep(Duration::from_secs(1));
     let (settled, _) = daemon.memory();
-    println!("\n== daemon memory with a loaded store (release binary, VmRSS / VmHWM from /proc) ==");
+    println!(
+        "\n== daemon memory with a loaded store (the autostarted release `memoree-daemon`, VmRSS / VmHWM from /proc) =="
+    );
     println!(
         "idle {:.1} MiB; after {artifacts} puts ({load_seconds:.1} s, {:.0}/s), 50 reads and {} gets: VmRSS {:.1} MiB, peak {:.1} MiB, 1 s later {:.1} MiB",
         mib_of_kib(idle),
@@ -546,7 +555,9 @@ fn rss_loaded() {
     );
     target(
         14,
-        &format!("daemon RSS after loading {artifacts} artifacts (1-3 KiB) through one connection"),
+        &format!(
+            "daemon RSS after loading {artifacts} artifacts (1-3 KiB) through one connection (the autostarted `memoree-daemon`)"
+        ),
         &format!("{:.1} MiB (peak {:.1} MiB)", mib_of_kib(loaded), mib_of_kib(peak)),
         &format!("idle {:.1} MiB", mib_of_kib(idle)),
         "<= 16 MiB",

@@ -7,6 +7,9 @@
 //! socket round trip ≤ 2 × in-process + 100 µs; 24 MiB frame peak ≤ ~3 × its size; four
 //! writers ≥ 2 × the throughput of one.
 //!
+//! Section `tls` (issue 18, `transport/tls.rs`): TLS handshake and per-request cost against
+//! loopback TCP.
+//!
 //! Section `artifact_put_heap` (issue 14): the peak heap of one 8 MiB `artifact.put`
 //! through a daemon in this process, the request already encoded (so what is counted is
 //! the daemon reading, parsing, validating, decoding and storing it), as a multiple of the
@@ -14,10 +17,14 @@
 
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
+#[path = "../tests/support/pki.rs"]
+mod pki;
 #[path = "support/sections.rs"]
 mod sections;
 #[path = "support/targets.rs"]
 mod targets;
+#[path = "transport/tls.rs"]
+mod tls;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Mutex;
@@ -408,6 +415,9 @@ fn main() {
     }
     if selected("artifact_put_through_daemon") {
         bench_group_commit(&mut criterion);
+    }
+    if selected("tls") {
+        tls::bench_tls(&mut criterion);
     }
     criterion.final_summary();
     println!("\n== transport targets ==");

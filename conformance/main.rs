@@ -15,6 +15,8 @@ mod generated;
 mod inprocess;
 mod kit_checks;
 mod lint;
+#[path = "../tests/support/pki.rs"]
+mod pki;
 mod roundtrip;
 
 use std::path::{Path, PathBuf};
@@ -56,6 +58,36 @@ fn split_args(args: impl Iterator<Item = String>) -> Result<(Target, Vec<String>
         }
     }
     Ok((target, rest))
+}
+
+/// `--daemon-listen tls`: a throw-away PKI (`tests/support/pki.rs`), a `config.toml` whose
+/// `[remote]` table admits one client certificate for every workspace (each trial's daemon gets
+/// it as `MEMOREE_CONFIG`), and that client's TLS configuration for the engine's frames.
+fn tls_setup() -> Result<tempfile::TempDir, String> {
+    let dir = engine::transport::temp_dir()?;
+    let pki = pki::Pki::generate(&dir.path().join("pki"));
+    let client = pki.client("conformance", pki::Signer::ClientCa, false);
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!("schema = 1\n{}", pki.remote_table(&[(&client, &["*"])])),
+    )
+    .map_err(|e| format!("cannot write {}: {e}", config.display()))?;
+    let mut roots = rustls::RootCertStore::empty();
+    for ca in memoree::tls::load_certificates("server CA", &pki.server_ca).map_err(|e| e.to_string())? {
+        roots.add(ca).map_err(|e| e.to_string())?;
+    }
+    let chain = memoree::tls::load_certificates("client certificate", &client.cert).map_err(|e| e.to_string())?;
+    let key = memoree::tls::load_private_key("client key", &client.key).map_err(|e| e.to_string())?;
+    let tls = rustls::ClientConfig::builder_with_provider(memoree::tls::provider())
+        .with_protocol_versions(memoree::tls::PROTOCOL_VERSIONS)
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_client_auth_cert(chain, key)
+        .map_err(|e| e.to_string())?;
+    engine::frames::use_tls_client(Arc::new(tls));
+    engine::daemon::use_tls_server_config(config);
+    Ok(dir)
 }
 
 /// The transports: this crate's service in process unless another implementation is named,
@@ -121,6 +153,14 @@ fn main() -> ExitCode {
     let (target, rest) = match split_args(std::env::args()) {
         Ok(split) => split,
         Err(message) => return fail(message),
+    };
+    // Kept alive for the run: the certificates and config of `--daemon-listen tls`.
+    let _tls = match target.daemon_listen.as_deref() {
+        Some("tls") => match tls_setup() {
+            Ok(dir) => Some(dir),
+            Err(message) => return fail(message),
+        },
+        _ => None,
     };
     let transports = match transports(&target) {
         Ok(transports) => transports,

@@ -26,4 +26,5 @@ pub mod sys;
 #[doc(hidden)]
 pub mod testkit;
 pub mod timefmt;
+pub mod tls;
 pub mod transport;

@@ -14,11 +14,11 @@ use std::process::Command;
 /// Blocks of at least this size are mapped and unmapped individually.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 const MMAP_THRESHOLD: libc::c_int = 256 * 1024;
-/// At most this many malloc arenas.
+/// At most this many malloc arenas (see `daemon::memory`).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-const ARENA_MAX: libc::c_int = 2;
+const ARENA_MAX: libc::c_int = 1;
 
-/// Sets a fixed mmap threshold and at most two arenas (glibc only; elsewhere a no-op). See
+/// Sets a fixed mmap threshold and one arena (glibc only; elsewhere a no-op). See
 /// `daemon::memory` for why. Call before the runtime starts its threads.
 pub fn tune_allocator() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

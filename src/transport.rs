@@ -19,7 +19,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::protocol::limits::MAX_FRAME_BYTES;
-use crate::protocol::{ErrorBody, ErrorCode, Input, Request, Response};
+use crate::protocol::{ErrorBody, ErrorCode, Input, Request, Response, TlsFailure};
 
 /// A client-side failure to obtain a usable response envelope at all.
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +28,10 @@ pub enum ClientError {
     /// Connecting, sending or receiving failed; retryable.
     #[error("{}: {}", ErrorCode::TransportError.prefix(), .0)]
     Transport(String),
+    /// A TLS session could not be established: a trust or credential problem, reported as
+    /// a `TRANSPORT_ERROR` that is not retryable, with `details.reason` naming it.
+    #[error("{}: {message}", ErrorCode::TransportError.prefix())]
+    Tls { failure: TlsFailure, message: String },
     /// The request or the response exceeds the frame limit.
     #[error("{}: {}", ErrorCode::ContentTooLarge.prefix(), .0)]
     TooLarge(String),
@@ -47,16 +51,72 @@ impl ClientError {
     /// The wire code reported for this failure.
     pub fn code(&self) -> ErrorCode {
         match self {
-            ClientError::Transport(_) => ErrorCode::TransportError,
+            ClientError::Transport(_) | ClientError::Tls { .. } => ErrorCode::TransportError,
             ClientError::TooLarge(_) => ErrorCode::ContentTooLarge,
             ClientError::Config(_) => ErrorCode::ConfigError,
             ClientError::UnexpectedResult { .. } => ErrorCode::InternalError,
         }
     }
 
-    /// The wire error body of this failure: its code and its message, prefixed by the code.
+    /// Whether the same request may be retried as is: the code's default, except for TLS
+    /// failures, which need a setting changed first.
+    pub fn retryable(&self) -> bool {
+        match self {
+            ClientError::Tls { .. } => false,
+            other => other.code().default_retryable(),
+        }
+    }
+
+    /// What to change, for failures a user can fix.
+    pub fn hint(&self) -> Option<&'static str> {
+        let ClientError::Tls { failure, .. } = self else {
+            return None;
+        };
+        Some(match failure {
+            TlsFailure::ServerUntrusted => {
+                "Point MEMOREE_TLS_CA (or [tls] ca in config.toml) at the CA certificate that issued the server's certificate."
+            }
+            TlsFailure::ServerNameMismatch => {
+                "Connect with the host name the server certificate carries, or set MEMOREE_TLS_SERVER_NAME (or [tls] server_name) to it."
+            }
+            TlsFailure::ServerCertificateExpired => "The server's certificate has expired; its operator must renew it.",
+            TlsFailure::ClientCertificateMissing => {
+                "Set MEMOREE_TLS_CERT and MEMOREE_TLS_KEY (or [tls] cert and key in config.toml) to this client's certificate and private key."
+            }
+            TlsFailure::ClientCertificateExpired => {
+                "This client's certificate has expired: get a new one issued and its fingerprint listed in the server's [[remote.clients]]."
+            }
+            TlsFailure::ClientCertificateUntrusted => {
+                "This client's certificate was not issued by the CA the server trusts for clients (its [remote] client_ca)."
+            }
+            TlsFailure::ClientCertificateNotListed => {
+                "Ask the server's operator to list this certificate's fingerprint (shown in the message) in [[remote.clients]]."
+            }
+            TlsFailure::HandshakeFailed => {
+                "Check that the endpoint is a memoree daemon listening on tls:// (TLS 1.3), not tcp://."
+            }
+        })
+    }
+
+    /// `details` of the failure envelope, when the failure has any.
+    pub fn details(&self) -> Option<serde_json::Value> {
+        match self {
+            ClientError::Tls { failure, .. } => Some(serde_json::json!({"reason": failure})),
+            _ => None,
+        }
+    }
+
+    /// The wire error body of this failure: its code and its message, prefixed by the code,
+    /// its retryability, and for a TLS refusal a hint and `details.reason`.
     pub fn error_body(&self) -> ErrorBody {
-        ErrorBody::new(self.code(), self.to_string())
+        let mut body = ErrorBody::new(self.code(), self.to_string()).with_retryable(self.retryable());
+        if let Some(hint) = self.hint() {
+            body = body.with_hint(hint);
+        }
+        match self.details() {
+            Some(details) => body.with_details(details),
+            None => body,
+        }
     }
 }
 

@@ -331,6 +331,11 @@ fn autostart_starts_a_private_daemon_from_a_fresh_home_and_daemon_stop_stops_it(
     assert!(status.success(), "{running}");
     let pid = running["result"]["daemon_pid"].as_u64().unwrap();
     assert_eq!(running["result"]["running"], json!(true));
+    assert_eq!(
+        std::fs::read_link(format!("/proc/{pid}/exe")).unwrap(),
+        std::path::Path::new(crate::support::DAEMON_BIN),
+        "autostart runs the slim daemon beside memoree"
+    );
 
     let (status, stopped) = home.run_cli(&["daemon", "stop"]);
     assert!(status.success(), "{stopped}");
@@ -349,6 +354,59 @@ fn autostart_starts_a_private_daemon_from_a_fresh_home_and_daemon_stop_stops_it(
     assert!(status.success());
     assert_eq!(again["result"]["already_stopped"], json!(true));
     assert_eq!(again["result"]["stopped_pid"], Value::Null);
+}
+
+#[test]
+fn autostart_runs_memoree_serve_when_no_daemon_executable_sits_beside_memoree() {
+    let home = TempHome::new();
+    // The same `memoree`, linked into a directory without `memoree-daemon`.
+    let bin_dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let memoree = bin_dir.path().join("memoree");
+    if std::fs::hard_link(crate::support::BIN, &memoree).is_err() {
+        std::fs::copy(crate::support::BIN, &memoree).unwrap();
+    }
+    let body = serde_json::to_vec(&request("capabilities", json!({}))).unwrap();
+    let output = home.output(&mut home.command_of(&memoree, &["call"]), Some(&body));
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+
+    let (status, running) = home.run_cli(&["daemon", "status"]);
+    assert!(status.success(), "{running}");
+    let pid = running["result"]["daemon_pid"].as_u64().unwrap();
+    assert_eq!(std::fs::read_link(format!("/proc/{pid}/exe")).unwrap(), memoree);
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+    assert_eq!(args[1], b"serve");
+    assert_eq!(args[2], b"--listen");
+
+    let (status, stopped) = home.run_cli(&["daemon", "stop"]);
+    assert!(status.success(), "{stopped}");
+    assert_eq!(stopped["result"]["stopped_pid"], json!(pid));
+}
+
+#[test]
+fn memoree_daemon_takes_the_serve_flags_and_refuses_anything_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, envelope, _) = finish(
+        Command::new(crate::support::DAEMON_BIN)
+            .args(["--listen", "tcp://0.0.0.0:17878", "--data-dir"])
+            .arg(dir.path().join("data")),
+    );
+    assert_eq!(code, Some(2), "{envelope}");
+    assert_eq!(code_of(&envelope), "CONFIG_ERROR");
+    assert!(!dir.path().join("data").exists());
+
+    let output = Command::new(crate::support::DAEMON_BIN).arg("call").output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+    let help = Command::new(crate::support::DAEMON_BIN).arg("--help").output().unwrap();
+    assert!(help.status.success());
+    let help = String::from_utf8(help.stdout).unwrap();
+    assert!(
+        help.contains("--listen")
+            && help.contains("--data-dir")
+            && help.contains("--dangerously-allow-non-loopback-tcp"),
+        "{help}"
+    );
 }
 
 #[test]

@@ -20,6 +20,7 @@ mod mcp_support;
 mod portable;
 mod postgres;
 mod remember;
+mod remote;
 mod retry_storm;
 mod sweep;
 mod wrappers;

@@ -37,6 +37,8 @@ pub enum Listen {
     Unix,
     /// A free loopback TCP port.
     Tcp,
+    /// A free loopback TCP port speaking TLS (see [`use_tls_server_config`]).
+    Tls,
 }
 
 impl Listen {
@@ -44,9 +46,19 @@ impl Listen {
         match value {
             "unix" => Ok(Listen::Unix),
             "tcp" => Ok(Listen::Tcp),
-            other => Err(format!("--daemon-listen must be unix or tcp, not {other:?}")),
+            "tls" => Ok(Listen::Tls),
+            other => Err(format!("--daemon-listen must be unix, tcp or tls, not {other:?}")),
         }
     }
+}
+
+/// The `config.toml` (with its `[remote]` table) every `tls://` daemon of this run is given
+/// as `MEMOREE_CONFIG`; the matching client side is [`super::frames::use_tls_client`].
+static TLS_SERVER_CONFIG: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Sets the server configuration of `--daemon-listen tls` daemons (once per run).
+pub fn use_tls_server_config(path: PathBuf) {
+    let _ = TLS_SERVER_CONFIG.set(path);
 }
 
 /// A daemon started for each trial.
@@ -79,12 +91,16 @@ fn choose_endpoint(listen: Listen, dir: &Path) -> Result<(String, Endpoint), Str
             let socket = dir.join("run").join("memoree.sock");
             Ok((format!("unix://{}", socket.display()), Endpoint::Unix(socket)))
         }
-        Listen::Tcp => {
+        Listen::Tcp | Listen::Tls => {
             // Ask the kernel for a free port, then hand it to the daemon. Another process
             // could take it in between; the daemon then fails to start and the trial says so.
             let probe = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free TCP port: {e}"))?;
             let addr = probe.local_addr().map_err(|e| format!("no free TCP port: {e}"))?;
-            Ok((format!("tcp://{addr}"), Endpoint::Tcp(addr)))
+            if listen == Listen::Tls {
+                Ok((format!("tls://{addr}"), Endpoint::Tls(addr)))
+            } else {
+                Ok((format!("tcp://{addr}"), Endpoint::Tcp(addr)))
+            }
         }
     }
 }
@@ -188,6 +204,12 @@ impl Transport for Daemon {
             if name.to_string_lossy().starts_with("MEMOREE_") && name != "MEMOREE_HOME" {
                 command.env_remove(&name);
             }
+        }
+        if self.listen == Listen::Tls {
+            let config = TLS_SERVER_CONFIG
+                .get()
+                .ok_or("--daemon-listen tls needs a server configuration; the in-tree runner generates one")?;
+            command.env("MEMOREE_CONFIG", config);
         }
         let what = match &self.launch {
             Launch::Serve(binary) => format!("{} serve", binary.display()),

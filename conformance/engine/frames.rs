@@ -1,11 +1,15 @@
 //! Protocol v1 daemon frames, spoken directly: a 4-byte unsigned big-endian length, then that
 //! many bytes of UTF-8 JSON. One request per connection, as a reference client does; no retry,
 //! no backoff, no autostart, so what the runner reports is what the implementation did.
+//!
+//! `tls://IP:PORT` endpoints carry the same frames inside TLS 1.3 (rustls), with the client
+//! configuration given once per run by [`use_tls_client`].
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -16,11 +20,20 @@ pub const MAX_FRAME_BYTES: usize = 24 * 1024 * 1024;
 /// How long one exchange may wait for the daemon at each step.
 const IO_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A daemon endpoint: `unix://PATH` or `tcp://IP:PORT`.
+/// A daemon endpoint: `unix://PATH`, `tcp://IP:PORT` or `tls://IP:PORT`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Endpoint {
     Unix(PathBuf),
     Tcp(SocketAddr),
+    Tls(SocketAddr),
+}
+
+/// The TLS client configuration of `tls://` endpoints (server CA and client certificate).
+static TLS_CLIENT: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
+
+/// Sets the TLS client configuration for every `tls://` exchange of this run (once).
+pub fn use_tls_client(config: Arc<rustls::ClientConfig>) {
+    let _ = TLS_CLIENT.set(config);
 }
 
 impl Endpoint {
@@ -37,17 +50,25 @@ impl Endpoint {
                 .map(Endpoint::Tcp)
                 .map_err(|e| format!("invalid TCP endpoint {address:?} (an IP literal and a port): {e}"));
         }
-        Err(format!("an endpoint begins with unix:// or tcp://, not {text:?}"))
+        if let Some(address) = text.strip_prefix("tls://") {
+            return address
+                .parse()
+                .map(Endpoint::Tls)
+                .map_err(|e| format!("invalid TLS endpoint {address:?} (an IP literal and a port): {e}"));
+        }
+        Err(format!(
+            "an endpoint begins with unix://, tcp:// or tls://, not {text:?}"
+        ))
     }
 }
 
 trait Stream: Read + Write + Send {
-    fn finish_writing(&self);
+    fn finish_writing(&mut self);
     fn wait_at_most(&self, timeout: Duration);
 }
 
 impl Stream for UnixStream {
-    fn finish_writing(&self) {
+    fn finish_writing(&mut self) {
         let _ = self.shutdown(Shutdown::Write);
     }
 
@@ -57,13 +78,34 @@ impl Stream for UnixStream {
 }
 
 impl Stream for TcpStream {
-    fn finish_writing(&self) {
+    fn finish_writing(&mut self) {
         let _ = self.shutdown(Shutdown::Write);
     }
 
     fn wait_at_most(&self, timeout: Duration) {
         let _ = self.set_read_timeout(Some(timeout));
     }
+}
+
+/// TLS 1.3 keeps the reply direction open after the client's `close_notify`.
+impl Stream for rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
+    fn finish_writing(&mut self) {
+        self.conn.send_close_notify();
+        let _ = self.flush();
+    }
+
+    fn wait_at_most(&self, timeout: Duration) {
+        let _ = self.sock.set_read_timeout(Some(timeout));
+    }
+}
+
+fn connect_tcp(scheme: &str, address: &SocketAddr) -> Result<TcpStream, String> {
+    let stream = TcpStream::connect_timeout(address, Duration::from_secs(5))
+        .map_err(|e| format!("cannot connect to {scheme}://{address}: {e}"))?;
+    stream.set_read_timeout(Some(IO_TIMEOUT)).map_err(|e| e.to_string())?;
+    stream.set_write_timeout(Some(IO_TIMEOUT)).map_err(|e| e.to_string())?;
+    let _ = stream.set_nodelay(true);
+    Ok(stream)
 }
 
 fn connect(endpoint: &Endpoint) -> Result<Box<dyn Stream>, String> {
@@ -75,12 +117,21 @@ fn connect(endpoint: &Endpoint) -> Result<Box<dyn Stream>, String> {
             stream.set_write_timeout(Some(IO_TIMEOUT)).map_err(|e| e.to_string())?;
             Ok(Box::new(stream))
         }
-        Endpoint::Tcp(address) => {
-            let stream = TcpStream::connect_timeout(address, Duration::from_secs(5))
-                .map_err(|e| format!("cannot connect to tcp://{address}: {e}"))?;
-            stream.set_read_timeout(Some(IO_TIMEOUT)).map_err(|e| e.to_string())?;
-            stream.set_write_timeout(Some(IO_TIMEOUT)).map_err(|e| e.to_string())?;
-            let _ = stream.set_nodelay(true);
+        Endpoint::Tcp(address) => Ok(Box::new(connect_tcp("tcp", address)?)),
+        Endpoint::Tls(address) => {
+            let config = TLS_CLIENT
+                .get()
+                .ok_or_else(|| format!("tls://{address}: no TLS client configuration was given for this run"))?;
+            let name = rustls::pki_types::ServerName::IpAddress(address.ip().into());
+            let connection = rustls::ClientConnection::new(Arc::clone(config), name)
+                .map_err(|e| format!("cannot start a TLS session with tls://{address}: {e}"))?;
+            let mut stream = rustls::StreamOwned::new(connection, connect_tcp("tls", address)?);
+            while stream.conn.is_handshaking() {
+                stream
+                    .conn
+                    .complete_io(&mut stream.sock)
+                    .map_err(|e| format!("the TLS handshake with tls://{address} failed: {e}"))?;
+            }
             Ok(Box::new(stream))
         }
     }
@@ -225,6 +276,8 @@ mod tests {
             Ok(Endpoint::Unix(PathBuf::from("/run/m.sock")))
         );
         assert!(matches!(Endpoint::parse("tcp://127.0.0.1:17878"), Ok(Endpoint::Tcp(_))));
+        assert!(matches!(Endpoint::parse("tls://127.0.0.1:17878"), Ok(Endpoint::Tls(_))));
+        assert!(Endpoint::parse("tls://localhost:17878").is_err());
         assert!(Endpoint::parse("tcp://localhost:17878").is_err());
         assert!(Endpoint::parse("unix://").is_err());
         assert!(Endpoint::parse("http://x").is_err());

@@ -11,7 +11,17 @@ use crate::protocol::AmbientContext;
 use super::AmbientError;
 use super::fields::{reject_unknown_keys, required_text, string_list, unsupported_schema};
 
-const CONFIG_KEYS: &[&str] = &["schema", "personal", "personal_fallback", "remember", "store"];
+/// `remote` (the daemon's TLS listener, `daemon::remote`) and `tls` (a client's TLS
+/// credentials, `client::tls`) are read by their own modules.
+const CONFIG_KEYS: &[&str] = &[
+    "schema",
+    "personal",
+    "personal_fallback",
+    "remember",
+    "store",
+    "remote",
+    "tls",
+];
 const PERSONAL_KEYS: &[&str] = &["workspace_id", "project_id", "pins"];
 const REMEMBER_KEYS: &[&str] = &["compiler"];
 const STORE_KEYS: &[&str] = &["url"];

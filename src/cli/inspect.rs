@@ -14,7 +14,7 @@ use super::error::{CliError, CliResult};
 use super::{GlobalArgs, exit, output, transport};
 use crate::inspect::{self, Memory, Ready};
 use crate::protocol::local::InspectStarted;
-use crate::protocol::{CLI_REQUEST_ID, Operation, Response};
+use crate::protocol::{CLI_REQUEST_ID, ErrorCode, Operation, Response};
 
 /// Serve a local, read-only web view of memory on loopback.
 #[derive(Debug, Args)]
@@ -43,10 +43,14 @@ pub(crate) fn run(args: &InspectArgs, global: &GlobalArgs) -> ExitCode {
 fn start(args: &InspectArgs, global: &GlobalArgs) -> CliResult<()> {
     let addr = inspect::parse_listen(&args.listen)?;
     let memory = connect(global)?;
-    // Reaching the daemon now starts it when needed and reports a dead one before the URL.
-    memory
-        .doctor()
-        .map_err(|error| CliError::Envelope(Box::new(Response::failure(CLI_REQUEST_ID, error))))?;
+    // Reaching the daemon now starts it when needed and reports a dead one before the URL. A
+    // remote credential limited to some workspaces may not run `doctor` (a store-wide
+    // operation); its refusal still proves the daemon answers.
+    match memory.doctor() {
+        Ok(_) => {}
+        Err(error) if error.code == ErrorCode::ScopeViolation => {}
+        Err(error) => return Err(CliError::Envelope(Box::new(Response::failure(CLI_REQUEST_ID, error))).into()),
+    }
     let context = memory.context().clone();
     let mut opened = None;
     let pretty = global.pretty;

@@ -41,7 +41,8 @@ pub struct Cli {
 /// Flags accepted by every command.
 #[derive(Debug, Clone, Args)]
 pub struct GlobalArgs {
-    /// Daemon endpoint (`unix://PATH` or `tcp://IP:PORT`); disables autostart.
+    /// Daemon endpoint (`unix://PATH`, `tcp://IP:PORT` or `tls://HOST:PORT` with the
+    /// `MEMOREE_TLS_*` / `[tls]` credentials); disables autostart.
     #[arg(long, global = true, env = "MEMOREE_ENDPOINT")]
     pub endpoint: Option<String>,
     /// Pretty-print the JSON envelope (2-space indentation).
@@ -136,6 +137,32 @@ enum ServeCommand {
     Serve(serve::ServeArgs),
 }
 
+/// The flags of the `memoree-daemon` executable: `memoree serve`'s own, with no subcommand.
+#[derive(Debug, Parser)]
+#[command(
+    name = "memoree-daemon",
+    version,
+    about = "The Memoree daemon in the foreground until SIGINT or SIGTERM (what `memoree serve` runs; autostart launches it)."
+)]
+#[command(after_help = "Example:\n  memoree-daemon --listen tcp://127.0.0.1:17878")]
+struct DaemonOnly {
+    #[command(flatten)]
+    serve: serve::ServeArgs,
+    /// Pretty-print a startup error envelope (2-space indentation).
+    #[arg(long)]
+    pretty: bool,
+}
+
+/// The `memoree-daemon` executable: parses only the serve flags and runs the daemon. It
+/// reaches no other command, so a release build links none of them (see `src/bin/`).
+pub fn daemon_main() -> ExitCode {
+    init_logging();
+    match DaemonOnly::try_parse() {
+        Ok(DaemonOnly { serve, pretty }) => serve::run(&serve, pretty),
+        Err(error) => usage_error(error),
+    }
+}
+
 /// Parses the process arguments and runs the command.
 pub fn main() -> ExitCode {
     init_logging();
@@ -149,18 +176,21 @@ pub fn main() -> ExitCode {
     }
     match Cli::try_parse() {
         Ok(cli) => run(cli),
-        Err(error) => {
-            use clap::error::ErrorKind;
-            match error.kind() {
-                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-                    output::emit_text(&error.render().to_string());
-                    ExitCode::SUCCESS
-                }
-                _ => {
-                    let _ = error.print();
-                    ExitCode::from(2)
-                }
-            }
+        Err(error) => usage_error(error),
+    }
+}
+
+/// Help and version go to stdout with exit 0; a usage error is clap's text on stderr, exit 2.
+fn usage_error(error: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match error.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            output::emit_text(&error.render().to_string());
+            ExitCode::SUCCESS
+        }
+        _ => {
+            let _ = error.print();
+            ExitCode::from(2)
         }
     }
 }

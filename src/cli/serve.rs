@@ -10,13 +10,15 @@ use clap::Args;
 
 use super::error::{CliError, CliResult};
 use super::{exit, output};
+use crate::daemon::remote::RemoteConfig;
 use crate::daemon::{self, DaemonConfig};
 use crate::paths::{Endpoint, Paths};
 
 /// Flags of `memoree serve`.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
-    /// Where to listen: `unix://PATH` or `tcp://IP:PORT` [default: the private Unix socket]
+    /// Where to listen: `unix://PATH`, `tcp://IP:PORT` or `tls://IP:PORT` (credentials and
+    /// accepted clients from the `[remote]` table of config.toml) [default: the private Unix socket]
     #[arg(long, value_name = "ENDPOINT")]
     pub listen: Option<String>,
     /// The data directory to serve [default: the resolved data dir]
@@ -27,7 +29,8 @@ pub struct ServeArgs {
     /// in config.toml, else the embedded store]
     #[arg(long, value_name = "URL")]
     pub store: Option<String>,
-    /// Allow a TCP address that is not loopback. The daemon has no authentication.
+    /// Allow a plain `tcp://` address that is not loopback: no authentication, no
+    /// encryption. Prefer `tls://`.
     #[arg(long)]
     pub dangerously_allow_non_loopback_tcp: bool,
 }
@@ -87,5 +90,9 @@ fn config(args: &ServeArgs) -> Result<DaemonConfig, CliError> {
                 .map(crate::store::pg::PgUrl)
         }
     };
+    if matches!(config.listen, Endpoint::Tls(_)) {
+        let paths = resolve()?;
+        config.remote = RemoteConfig::load(&paths.config_file).map_err(CliError::Config)?;
+    }
     Ok(config)
 }

@@ -6,8 +6,11 @@
 //! client-side transport failure (nothing answered, or the answer was unusable) triggers a
 //! start; an error envelope from a daemon is an answer.
 //!
-//! The daemon is the current executable run as
-//! `serve --listen <endpoint> --data-dir <dir>` in a new session (`setsid`, so it outlives
+//! The daemon is [`DAEMON_EXE`] from the directory of the current executable (the slim
+//! daemon binary `cargo install` puts beside `memoree`) run as
+//! `--listen <endpoint> --data-dir <dir>`, or, when that file is missing or cannot be run,
+//! the current executable as `serve --listen <endpoint> --data-dir <dir>`; either runs in a
+//! new session (`setsid`, so it outlives
 //! the terminal), with its working directory in the data dir, stdin from `/dev/null`, and
 //! stdout and stderr appended to `<data>/memoreed.log` (0600). If two clients race to start it, the data-dir lock lets
 //! exactly one daemon run and the other exits; both clients then reach the survivor.
@@ -23,6 +26,9 @@ use super::{ClientError, Transport};
 use crate::fsutil::{ensure_private_dir, open_private_append};
 use crate::paths::{DAEMON_LOG, Endpoint, LAYOUT_ENTRIES, Paths};
 use crate::protocol::Response;
+
+/// The daemon executable autostart prefers, looked up beside the current executable.
+pub const DAEMON_EXE: &str = "memoree-daemon";
 
 /// Attempts after starting the daemon.
 pub const START_RETRIES: u32 = 60;
@@ -66,21 +72,42 @@ impl Launcher {
             ensure_private_dir(runtime_dir, LAYOUT_ENTRIES).map_err(io::Error::other)?;
         }
         let log = open_private_append(&data_dir.join(DAEMON_LOG))?;
-        let mut command = Command::new(&self.exe);
+        let listen = listen_arg(&self.endpoint)?;
+        let daemon_exe = self.exe.with_file_name(DAEMON_EXE);
+        if daemon_exe.is_file() {
+            match self.spawn_program(&daemon_exe, None, &listen, &data_dir, &log) {
+                Ok(pid) => return Ok(pid),
+                Err(error) => {
+                    tracing::warn!(%error, exe = %daemon_exe.display(), "cannot run the daemon executable; running `serve` instead");
+                }
+            }
+        }
+        self.spawn_program(&self.exe, Some("serve"), &listen, &data_dir, &log)
+    }
+
+    fn spawn_program(
+        &self,
+        program: &Path,
+        subcommand: Option<&str>,
+        listen: &OsString,
+        data_dir: &Path,
+        log: &std::fs::File,
+    ) -> io::Result<u32> {
+        let mut command = Command::new(program);
         command
-            .arg("serve")
+            .args(subcommand)
             .arg("--listen")
-            .arg(listen_arg(&self.endpoint)?)
+            .arg(listen)
             .arg("--data-dir")
-            .arg(&data_dir)
-            .current_dir(&data_dir)
+            .arg(data_dir)
+            .current_dir(data_dir)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
-            .stderr(log);
+            .stderr(log.try_clone()?);
         crate::sys::spawn_in_new_session(&mut command);
         // The child is not waited for: it is meant to outlive this process.
         let child = command.spawn()?;
-        tracing::info!(pid = child.id(), endpoint = %self.endpoint, "started the memoree daemon");
+        tracing::info!(pid = child.id(), endpoint = %self.endpoint, program = %program.display(), "started the memoree daemon");
         Ok(child.id())
     }
 }
@@ -94,7 +121,7 @@ fn listen_arg(endpoint: &Endpoint) -> io::Result<OsString> {
             arg.push(std::path::absolute(path)?);
             arg
         }
-        Endpoint::Tcp(_) => OsString::from(endpoint.to_string()),
+        Endpoint::Tcp(_) | Endpoint::Tls(_) => OsString::from(endpoint.to_string()),
     })
 }
 

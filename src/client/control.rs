@@ -68,14 +68,20 @@ pub fn probe(client: &SocketClient, request_id: &RequestId) -> Result<Probe, Cli
     Ok(Probe { response, peer })
 }
 
-/// `daemon status`: the doctor envelope when something answers, otherwise a success
-/// envelope `{endpoint, running: false, status: "stopped"}`. Never starts a daemon.
+/// `daemon status`: the doctor envelope when something answers, the failure when a TLS
+/// endpoint refuses this client or the settings are unusable, otherwise a success envelope
+/// `{endpoint, running: false, status: "stopped"}`. Never starts a daemon.
 pub fn status(client: &SocketClient) -> StatusReport {
     let request_id = RequestId::generate();
     match probe(client, &request_id) {
         Ok(probe) => StatusReport {
             response: probe.response,
             running: true,
+        },
+        // A TLS refusal or an unusable setting says nothing about whether a daemon runs.
+        Err(error @ (ClientError::Tls { .. } | ClientError::Config(_))) => StatusReport {
+            response: Response::failure(request_id, error.error_body()),
+            running: false,
         },
         Err(error) => {
             tracing::debug!(%error, "the daemon did not answer the status probe");

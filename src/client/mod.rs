@@ -1,8 +1,9 @@
 //! How a caller reaches a daemon: the framed socket client, autostart of the default
 //! daemon, and daemon control.
 //!
-//! [`socket::SocketClient`] speaks framed JSON to a daemon over a Unix socket or loopback
-//! TCP (one connection per exchange, or one kept alive); [`autostart::Autostart`] starts the
+//! [`socket::SocketClient`] speaks framed JSON to a daemon over a Unix socket, loopback
+//! TCP or TLS (one connection per exchange, or one kept alive; [`tls`] holds the TLS
+//! credentials and failure classification); [`autostart::Autostart`] starts the
 //! default daemon when it is not running; [`control`] implements `daemon
 //! status|stop|restart`. Both transports implement [`Transport`] (the seam shared with
 //! `service::InProcess`), so every caller gets typed exchanges through [`Exchange`]:
@@ -25,5 +26,6 @@
 pub mod autostart;
 pub mod control;
 pub mod socket;
+pub mod tls;
 
 pub use crate::transport::{ClientError, Exchange, Transport, encode};

@@ -1,5 +1,6 @@
 //! The framed socket client: one request frame out, one response frame back, over a Unix
-//! socket or loopback TCP, with every step under a timeout.
+//! socket, loopback TCP or TLS (`tls://`, see [`super::tls`]), with every step under a
+//! timeout.
 //!
 //! [`SocketClient`] opens one connection per exchange (exactly what a reference-style client
 //! does) and half-closes its side after sending, so the daemon sees a clean end of stream
@@ -11,7 +12,8 @@
 //! Every failure to obtain a response envelope is a [`ClientError::Transport`]
 //! (`TRANSPORT_ERROR`, retryable) — including the daemon closing or resetting the
 //! connection before replying — except a response over the frame limit, which is
-//! [`ClientError::TooLarge`].
+//! [`ClientError::TooLarge`], and a TLS trust or credential refusal, which is
+//! [`ClientError::Tls`] (not retryable).
 //!
 //! The client is synchronous (no async runtime) so a short-lived CLI pays nothing for it.
 
@@ -25,6 +27,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::tls::{Connector, TlsCredentials, TlsStream};
 use crate::frame::{self, FrameError, MAX_FRAME_BYTES};
 use crate::net::{self, describe};
 use crate::paths::Endpoint;
@@ -75,6 +78,9 @@ pub struct SocketClient {
     timeouts: ClientTimeouts,
     /// The idle connection kept between exchanges, in keep-alive mode.
     idle: Option<Arc<Mutex<Option<SocketSession>>>>,
+    /// The TLS connector of a `tls://` endpoint: given, or loaded from the environment and
+    /// `config.toml` on first use (see [`TlsCredentials::from_env`]).
+    tls: Arc<Mutex<Option<Connector>>>,
 }
 
 impl SocketClient {
@@ -83,7 +89,35 @@ impl SocketClient {
             endpoint,
             timeouts: ClientTimeouts::default(),
             idle: None,
+            tls: Arc::new(Mutex::new(None)),
         }
+    }
+
+    /// Uses `connector` for a `tls://` endpoint instead of the credentials of the
+    /// environment and `config.toml`.
+    pub fn with_tls(self, connector: Connector) -> SocketClient {
+        *self.tls.lock().unwrap_or_else(|e| e.into_inner()) = Some(connector);
+        self
+    }
+
+    /// The connector of a `tls://` endpoint, loaded on first use.
+    fn connector(&self) -> Result<Connector, ClientError> {
+        let mut slot = self.tls.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(connector) = slot.as_ref() {
+            return Ok(connector.clone());
+        }
+        let connector = TlsCredentials::from_env()?.connector()?;
+        *slot = Some(connector.clone());
+        Ok(connector)
+    }
+
+    /// The TLS refusal an I/O error of this client's connection carries, if any.
+    fn tls_failure(&self, error: &io::Error) -> Option<ClientError> {
+        let Endpoint::Tls(addr) = &self.endpoint else {
+            return None;
+        };
+        let connector = self.tls.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
+        connector.classify(error, addr)
     }
 
     pub fn with_timeouts(mut self, timeouts: ClientTimeouts) -> SocketClient {
@@ -133,12 +167,17 @@ impl SocketClient {
 
     fn open(&self) -> Result<Stream, ClientError> {
         let limit = self.timeouts.connect;
+        if let Endpoint::Tls(addr) = &self.endpoint {
+            let stream = self.connector()?.connect(addr, limit)?;
+            return Ok(Stream::Tls(Box::new(stream)));
+        }
         let stream = match &self.endpoint {
             Endpoint::Unix(path) => net::connect_unix(path, limit).map(Stream::Unix),
             Endpoint::Tcp(addr) => TcpStream::connect_timeout(addr, limit).and_then(|stream| {
                 stream.set_nodelay(true)?;
                 Ok(Stream::Tcp(stream))
             }),
+            Endpoint::Tls(_) => unreachable!("connected above"),
         };
         stream.map_err(|e| {
             if e.kind() == ErrorKind::InvalidInput {
@@ -223,7 +262,8 @@ impl SocketSession {
                 Some(stream) => stream,
                 None => self.client.open()?,
             };
-            match attempt(&mut stream, body, &self.client.timeouts, self.one_shot) {
+            let tls_failure = |error: &io::Error| self.client.tls_failure(error);
+            match attempt(&mut stream, body, &self.client.timeouts, self.one_shot, &tls_failure) {
                 Ok(response) if is_busy(&response) => {
                     // The daemon closes a connection it refused; retry on a new one.
                     let now = Instant::now();
@@ -302,7 +342,16 @@ impl From<ClientError> for Failure {
 }
 
 /// One request/response exchange on an open connection.
-fn attempt(stream: &mut Stream, body: &[u8], timeouts: &ClientTimeouts, one_shot: bool) -> Result<Response, Failure> {
+///
+/// `tls_failure` recognises a TLS refusal in an I/O error (a server's alert arrives at the
+/// first read after a TLS 1.3 handshake); it is reported before any other failure.
+fn attempt(
+    stream: &mut Stream,
+    body: &[u8],
+    timeouts: &ClientTimeouts,
+    one_shot: bool,
+    tls_failure: &dyn Fn(&io::Error) -> Option<ClientError>,
+) -> Result<Response, Failure> {
     let exchange_deadline = Instant::now() + timeouts.exchange;
     let mut timed = Timed {
         stream,
@@ -333,6 +382,16 @@ fn attempt(stream: &mut Stream, body: &[u8], timeouts: &ClientTimeouts, one_shot
         spin_until_readable(timed.stream, REPLY_SPIN);
     }
     let response = frame::blocking::read(&mut timed, MAX_FRAME_BYTES);
+    let refusal = [response.as_ref().err(), written.as_ref().err()]
+        .into_iter()
+        .flatten()
+        .find_map(|error| match error {
+            FrameError::Io(e) => tls_failure(e),
+            _ => None,
+        });
+    if let Some(refusal) = refusal {
+        return Err(refusal.into());
+    }
     match (written, response) {
         (_, Ok(Some(bytes))) => decode_response(&bytes).map_err(Failure::from),
         // The daemon may answer early (connection limit, oversized frame) and stop
@@ -486,10 +545,20 @@ fn is_timeout(error: &io::Error) -> bool {
     matches!(error.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock)
 }
 
-#[derive(Debug)]
 enum Stream {
     Unix(UnixStream),
     Tcp(TcpStream),
+    Tls(Box<TlsStream>),
+}
+
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stream::Unix(s) => f.debug_tuple("Unix").field(s).finish(),
+            Stream::Tcp(s) => f.debug_tuple("Tcp").field(s).finish(),
+            Stream::Tls(s) => f.debug_tuple("Tls").field(&s.sock).finish(),
+        }
+    }
 }
 
 impl AsFd for Stream {
@@ -497,6 +566,7 @@ impl AsFd for Stream {
         match self {
             Stream::Unix(s) => s.as_fd(),
             Stream::Tcp(s) => s.as_fd(),
+            Stream::Tls(s) => s.sock.as_fd(),
         }
     }
 }
@@ -506,6 +576,7 @@ impl Stream {
         match self {
             Stream::Unix(s) => s.set_read_timeout(Some(limit)),
             Stream::Tcp(s) => s.set_read_timeout(Some(limit)),
+            Stream::Tls(s) => s.sock.set_read_timeout(Some(limit)),
         }
     }
 
@@ -513,13 +584,20 @@ impl Stream {
         match self {
             Stream::Unix(s) => s.set_write_timeout(Some(limit)),
             Stream::Tcp(s) => s.set_write_timeout(Some(limit)),
+            Stream::Tls(s) => s.sock.set_write_timeout(Some(limit)),
         }
     }
 
-    fn shutdown_write(&self) -> io::Result<()> {
+    /// Tells the daemon no request follows: a half-close, or for TLS a `close_notify`
+    /// (TLS 1.3 keeps the other direction open for the reply).
+    fn shutdown_write(&mut self) -> io::Result<()> {
         match self {
             Stream::Unix(s) => s.shutdown(Shutdown::Write),
             Stream::Tcp(s) => s.shutdown(Shutdown::Write),
+            Stream::Tls(s) => {
+                s.conn.send_close_notify();
+                s.flush()
+            }
         }
     }
 }
@@ -529,6 +607,7 @@ impl Read for Stream {
         match self {
             Stream::Unix(s) => s.read(buf),
             Stream::Tcp(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
         }
     }
 }
@@ -538,11 +617,15 @@ impl Write for Stream {
         match self {
             Stream::Unix(s) => s.write(buf),
             Stream::Tcp(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+        match self {
+            Stream::Tls(s) => s.flush(),
+            _ => Ok(()),
+        }
     }
 }
 

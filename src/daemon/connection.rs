@@ -18,7 +18,11 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 use tokio::time::timeout;
 
+use tokio::net::TcpStream;
+use tokio_rustls::server::TlsStream;
+
 use super::listener::Conn;
+use super::remote::ServerTls;
 use super::{ServerTimeouts, memory};
 use crate::frame::{self, FrameError};
 use crate::net::describe as seconds;
@@ -27,7 +31,10 @@ use crate::service::{Service, ServiceError, error_body};
 
 /// What every connection task shares.
 pub(super) struct Ctx {
+    /// The unrestricted service; a TLS connection serves a view limited to its client.
     pub service: Service,
+    /// The acceptor and client grants of a `tls://` listener.
+    pub tls: Option<ServerTls>,
     /// The encoded busy envelope a connection over the limit receives.
     pub busy_frame: Vec<u8>,
     pub timeouts: ServerTimeouts,
@@ -35,19 +42,61 @@ pub(super) struct Ctx {
     pub max_connections: usize,
 }
 
-/// Serves one admitted connection.
+/// Serves one admitted connection: the Unix socket and plain TCP with the whole service, a
+/// TLS connection (after its handshake) with the view its client certificate grants.
 pub(super) async fn serve(conn: Conn, ctx: &Ctx, stop: watch::Receiver<bool>) {
     match conn {
-        Conn::Unix(stream) => serve_stream(stream, ctx, stop).await,
-        Conn::Tcp(stream) => serve_stream(stream, ctx, stop).await,
+        Conn::Unix(stream) => serve_stream(stream, ctx, &ctx.service, stop).await,
+        Conn::Tcp(stream) => serve_stream(stream, ctx, &ctx.service, stop).await,
+        Conn::Tls(stream) => {
+            let Some((stream, service)) = handshake(stream, ctx).await else {
+                return;
+            };
+            serve_stream(stream, ctx, &service, stop).await;
+        }
     }
 }
 
-/// Answers a connection over the limit with the busy envelope and closes it.
+/// The TLS handshake of a connection, under the read timeout, and the service view of the
+/// client it authenticated. A refused client was already sent its alert by rustls; it is
+/// logged here with its address.
+async fn handshake(stream: TcpStream, ctx: &Ctx) -> Option<(TlsStream<TcpStream>, Service)> {
+    let tls = ctx.tls.as_ref()?;
+    let peer = stream.peer_addr().ok();
+    let stream = match timeout(ctx.timeouts.read, tls.acceptor().accept(stream).into_fallible()).await {
+        Ok(Ok(stream)) => stream,
+        Ok(Err((error, mut tcp))) => {
+            tracing::warn!(?peer, %error, "TLS handshake refused");
+            // The alert is sent; drain what the client still sends (in TLS 1.3 its first
+            // request may already be on its way) so the alert is not lost to a reset.
+            linger(&mut tcp, ctx).await;
+            return None;
+        }
+        Err(_) => {
+            tracing::warn!(?peer, "no TLS handshake within {}; closing", seconds(ctx.timeouts.read));
+            return None;
+        }
+    };
+    let Some((client, grant)) = tls.client_of(stream.get_ref().1.peer_certificates()) else {
+        // The verifier admits listed certificates only; this is a configuration race at most.
+        tracing::warn!(?peer, "a TLS client without a listed certificate; closing");
+        return None;
+    };
+    tracing::debug!(?peer, client, "TLS client connected");
+    Some((stream, ctx.service.with_grant(grant.clone())))
+}
+
+/// Answers a connection over the limit with the busy envelope and closes it (a TLS client
+/// gets it inside its session, once its handshake succeeded).
 pub(super) async fn refuse_busy(conn: Conn, ctx: &Ctx) {
     match conn {
         Conn::Unix(mut stream) => reply_and_close(&mut stream, &ctx.busy_frame, ctx).await,
         Conn::Tcp(mut stream) => reply_and_close(&mut stream, &ctx.busy_frame, ctx).await,
+        Conn::Tls(stream) => {
+            if let Some((mut stream, _)) = handshake(stream, ctx).await {
+                reply_and_close(&mut stream, &ctx.busy_frame, ctx).await;
+            }
+        }
     }
 }
 
@@ -56,10 +105,13 @@ pub(super) async fn refuse_busy(conn: Conn, ctx: &Ctx) {
 /// buffer always takes), a half-close, and the connection is closed. Used when even the
 /// lingering refusals are at their bound; a peer still writing its request over TCP may see
 /// a reset after the reply instead of a clean close.
+///
+/// A TLS connection is closed without a reply: nothing can be said to it before a handshake.
 pub(super) fn refuse_busy_now(conn: Conn, busy_frame: &[u8]) {
     let fd = match &conn {
         Conn::Unix(stream) => stream.as_fd(),
         Conn::Tcp(stream) => stream.as_fd(),
+        Conn::Tls(_) => return,
     };
     let flags = rustix::net::SendFlags::DONTWAIT | rustix::net::SendFlags::NOSIGNAL;
     match rustix::net::send(fd, busy_frame, flags) {
@@ -71,7 +123,7 @@ pub(super) fn refuse_busy_now(conn: Conn, busy_frame: &[u8]) {
     }
 }
 
-async fn serve_stream<S>(mut stream: S, ctx: &Ctx, mut stop: watch::Receiver<bool>)
+async fn serve_stream<S>(mut stream: S, ctx: &Ctx, service: &Service, mut stop: watch::Receiver<bool>)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -102,6 +154,9 @@ where
             }
             Err(_) => {
                 tracing::debug!(served, "no request within {:?}; closing", wait);
+                // A clean close (for TLS a close_notify), so a client reusing the connection
+                // knows its next request was never read.
+                let _ = timeout(ctx.timeouts.linger, stream.shutdown()).await;
                 return;
             }
         };
@@ -123,7 +178,7 @@ where
                 return;
             }
         };
-        let reply = respond(&ctx.service, body, ctx.max_frame_bytes).await;
+        let reply = respond(service, body, ctx.max_frame_bytes).await;
         let large = len.max(reply.len()) >= memory::LARGE_FRAME_BYTES;
         match timeout(ctx.timeouts.write, frame::write_encoded(&mut stream, &reply)).await {
             Ok(Ok(())) => {
@@ -194,14 +249,20 @@ async fn reply_and_close<S>(stream: &mut S, reply: &[u8], ctx: &Ctx)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let written = timeout(ctx.timeouts.write, async {
-        frame::write_encoded(stream, reply).await?;
-        stream.shutdown().await.map_err(FrameError::Io)
-    })
-    .await;
+    let written = timeout(ctx.timeouts.write, frame::write_encoded(stream, reply)).await;
     if !matches!(written, Ok(Ok(()))) {
         return;
     }
+    linger(stream, ctx).await;
+}
+
+/// Half-closes (for TLS: `close_notify`) and drains what the peer still sends for a while,
+/// so a final reply or alert is not destroyed by a reset while the peer is still writing.
+async fn linger<S>(stream: &mut S, ctx: &Ctx)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let _ = timeout(ctx.timeouts.write, stream.shutdown()).await;
     let mut sink = vec![0u8; 16 * 1024];
     let _ = timeout(ctx.timeouts.linger, async {
         while let Ok(n) = stream.read(&mut sink).await {

@@ -13,7 +13,7 @@
 
 use std::fs::{File, OpenOptions, Permissions};
 use std::io;
-use std::net::TcpListener as StdTcpListener;
+use std::net::{SocketAddr, TcpListener as StdTcpListener};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::UnixListener as StdUnixListener;
 use std::path::{Path, PathBuf};
@@ -24,7 +24,7 @@ use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use super::DaemonError;
 use crate::fsutil::PRIVATE_FILE_MODE;
 use crate::net::{self, connect_unix};
-use crate::paths::{DAEMON_LOCK, Endpoint, socket_lock_path};
+use crate::paths::{DAEMON_LOCK, Endpoint, TlsAddr, socket_lock_path};
 
 /// How long an existing socket may take to accept or refuse a probe connection.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -84,6 +84,7 @@ pub(super) struct Bound {
 enum StdListener {
     Unix(StdUnixListener),
     Tcp(StdTcpListener),
+    Tls(StdTcpListener),
 }
 
 impl Bound {
@@ -98,6 +99,7 @@ impl Bound {
         let listener = match self.listener {
             StdListener::Unix(l) => UnixListener::from_std(l).map(Listener::Unix),
             StdListener::Tcp(l) => TcpListener::from_std(l).map(Listener::Tcp),
+            StdListener::Tls(l) => TcpListener::from_std(l).map(Listener::Tls),
         }
         .map_err(|e| DaemonError::io("listen on", &endpoint, e))?;
         Ok((listener, self.socket))
@@ -108,12 +110,16 @@ impl Bound {
 pub(super) enum Listener {
     Unix(UnixListener),
     Tcp(TcpListener),
+    /// TCP whose connections speak TLS (the handshake runs in the connection's task).
+    Tls(TcpListener),
 }
 
 /// One accepted connection.
 pub(super) enum Conn {
     Unix(UnixStream),
     Tcp(TcpStream),
+    /// A TCP connection of a TLS listener, before its handshake.
+    Tls(TcpStream),
 }
 
 impl Listener {
@@ -124,6 +130,11 @@ impl Listener {
                 let (stream, _) = l.accept().await?;
                 stream.set_nodelay(true)?;
                 Ok(Conn::Tcp(stream))
+            }
+            Listener::Tls(l) => {
+                let (stream, _) = l.accept().await?;
+                stream.set_nodelay(true)?;
+                Ok(Conn::Tls(stream))
             }
         }
     }
@@ -154,20 +165,41 @@ pub(super) fn bind(endpoint: &Endpoint) -> Result<Bound, DaemonError> {
     match endpoint {
         Endpoint::Unix(path) => bind_unix(path),
         Endpoint::Tcp(addr) => {
-            let listener = StdTcpListener::bind(addr).map_err(|e| DaemonError::io("bind", endpoint, e))?;
-            listener
-                .set_nonblocking(true)
-                .map_err(|e| DaemonError::io("configure", endpoint, e))?;
-            let local = listener
-                .local_addr()
-                .map_err(|e| DaemonError::io("inspect", endpoint, e))?;
+            let (listener, local) = bind_tcp(endpoint, addr)?;
             Ok(Bound {
                 listener: StdListener::Tcp(listener),
                 endpoint: Endpoint::Tcp(local),
                 socket: None,
             })
         }
+        Endpoint::Tls(tls) => {
+            let addr = tls.socket_addr().ok_or_else(|| DaemonError::Remote {
+                endpoint: endpoint.clone(),
+                problem: "a daemon listens on an IP address, not a host name".to_owned(),
+            })?;
+            let (listener, local) = bind_tcp(endpoint, &addr)?;
+            Ok(Bound {
+                listener: StdListener::Tls(listener),
+                endpoint: Endpoint::Tls(TlsAddr {
+                    host: local.ip().to_string(),
+                    port: local.port(),
+                }),
+                socket: None,
+            })
+        }
     }
+}
+
+/// A non-blocking TCP listener and the address it got (the port of `:0`).
+fn bind_tcp(endpoint: &Endpoint, addr: &SocketAddr) -> Result<(StdTcpListener, SocketAddr), DaemonError> {
+    let listener = StdTcpListener::bind(addr).map_err(|e| DaemonError::io("bind", endpoint, e))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| DaemonError::io("configure", endpoint, e))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| DaemonError::io("inspect", endpoint, e))?;
+    Ok((listener, local))
 }
 
 fn bind_unix(path: &Path) -> Result<Bound, DaemonError> {

@@ -5,8 +5,11 @@
 //! stretches. glibc's defaults keep that memory: its mmap threshold grows to the largest
 //! block freed (up to 32 MiB), after which large buffers come from the heap and stay
 //! mapped, and every thread of the blocking pool may get its own arena. A fixed threshold
-//! returns each large buffer to the system when it is freed, two arenas bound fragmentation
-//! across threads, and a trim after a large request hands back what the many small blocks
+//! returns each large buffer to the system when it is freed; one arena keeps every thread's
+//! blocks in one heap, so memory freed by one thread is reused by the next (a second arena
+//! held about 1 MiB more after a 10k-artifact load and its first reads in
+//! `benches/storage.rs`; glibc's per-thread caches keep small allocations off the arena
+//! lock); and a trim after a large request hands back what the many small blocks
 //! of that request left free.
 
 /// A request or reply frame of at least this many bytes is followed by a trim.

@@ -21,6 +21,7 @@
 mod connection;
 pub mod listener;
 mod memory;
+pub mod remote;
 pub mod shutdown;
 
 use std::future::Future;
@@ -81,8 +82,11 @@ pub struct DaemonConfig {
     /// A runtime directory to create (or tighten) to 0700 before binding: the default
     /// runtime dir when no `--listen` was given.
     pub private_runtime_dir: Option<PathBuf>,
-    /// Lifts the refusal to listen on a non-loopback TCP address.
+    /// Lifts the refusal to listen on a non-loopback plain TCP address.
     pub allow_non_loopback_tcp: bool,
+    /// Server credentials and accepted clients of a `tls://` listener (the `[remote]`
+    /// table of `config.toml`); required for one, ignored otherwise.
+    pub remote: Option<remote::RemoteConfig>,
     pub max_connections: usize,
     pub max_frame_bytes: usize,
     pub timeouts: ServerTimeouts,
@@ -98,6 +102,7 @@ impl DaemonConfig {
             data_dir: data_dir.into(),
             private_runtime_dir: None,
             allow_non_loopback_tcp: false,
+            remote: None,
             max_connections: MAX_CONCURRENT_CONNECTIONS,
             max_frame_bytes: MAX_FRAME_BYTES,
             timeouts: ServerTimeouts::default(),
@@ -111,9 +116,11 @@ impl DaemonConfig {
 #[non_exhaustive]
 pub enum DaemonError {
     #[error(
-        "refusing to listen on non-loopback address {addr}: the daemon has no authentication; pass --dangerously-allow-non-loopback-tcp to allow it"
+        "refusing to listen on non-loopback address {addr} without TLS: listen on tls://{addr} with a [remote] table in config.toml (server certificate and the client certificates it accepts), or pass --dangerously-allow-non-loopback-tcp to serve it unauthenticated and unencrypted"
     )]
     NonLoopback { addr: SocketAddr },
+    #[error("cannot listen on {endpoint}: {problem}")]
+    Remote { endpoint: Endpoint, problem: String },
     #[error("another Memoree daemon owns {}: the data-directory lock is held", path.display())]
     DataDirLocked { path: PathBuf },
     #[error("another daemon owns Unix endpoint {}: its lock {} is held", socket.display(), lock.display())]
@@ -150,9 +157,10 @@ impl DaemonError {
     pub fn code(&self) -> ErrorCode {
         match self {
             DaemonError::Store(error) => error_body(error).code,
-            DaemonError::NonLoopback { .. } | DaemonError::NotASocket { .. } | DaemonError::Fs(_) => {
-                ErrorCode::ConfigError
-            }
+            DaemonError::NonLoopback { .. }
+            | DaemonError::Remote { .. }
+            | DaemonError::NotASocket { .. }
+            | DaemonError::Fs(_) => ErrorCode::ConfigError,
             DaemonError::DataDirLocked { .. }
             | DaemonError::EndpointLocked { .. }
             | DaemonError::AlreadyServing { .. }
@@ -178,6 +186,7 @@ pub fn busy_error_body(max_connections: usize) -> ErrorBody {
 struct Prepared {
     service: Service,
     bound: listener::Bound,
+    tls: Option<remote::ServerTls>,
     _data_lock: listener::DataDirLock,
     config: DaemonConfig,
 }
@@ -190,6 +199,7 @@ fn prepare(config: &DaemonConfig) -> Result<Prepared, DaemonError> {
     {
         return Err(DaemonError::NonLoopback { addr: *addr });
     }
+    let tls = server_tls(config)?;
     crate::fsutil::ensure_private_dir(&config.data_dir, LAYOUT_ENTRIES)?;
     let data_lock = listener::DataDirLock::acquire(&config.data_dir)?;
     if let Some(runtime_dir) = &config.private_runtime_dir {
@@ -220,9 +230,34 @@ fn prepare(config: &DaemonConfig) -> Result<Prepared, DaemonError> {
     Ok(Prepared {
         service,
         bound,
+        tls,
         _data_lock: data_lock,
         config: config.clone(),
     })
+}
+
+/// The acceptor of a `tls://` listener, built before anything is locked or opened so a
+/// credential problem is reported at once.
+fn server_tls(config: &DaemonConfig) -> Result<Option<remote::ServerTls>, DaemonError> {
+    let Endpoint::Tls(addr) = &config.listen else {
+        return Ok(None);
+    };
+    let refuse = |problem: String| DaemonError::Remote {
+        endpoint: config.listen.clone(),
+        problem,
+    };
+    if addr.ip().is_none() {
+        return Err(refuse(format!(
+            "a daemon listens on an IP address, not the host name {:?}",
+            addr.host
+        )));
+    }
+    let Some(remote) = &config.remote else {
+        return Err(refuse(
+            "a TLS listener needs a [remote] table in config.toml: cert, key, client_ca and [[remote.clients]] (see README, \"Remote access\")".to_owned(),
+        ));
+    };
+    remote::ServerTls::build(remote).map(Some).map_err(refuse)
 }
 
 /// Serves until SIGINT or SIGTERM, then shuts down cleanly. This is `memoree serve`.
@@ -323,6 +358,7 @@ async fn serve(prepared: Prepared, shutdown: impl Future<Output = ()>) -> Result
     let Prepared {
         service,
         bound,
+        tls,
         _data_lock,
         config,
     } = prepared;
@@ -333,6 +369,7 @@ async fn serve(prepared: Prepared, shutdown: impl Future<Output = ()>) -> Result
             config.max_frame_bytes,
         ),
         service: service.clone(),
+        tls,
         timeouts: config.timeouts,
         max_frame_bytes: config.max_frame_bytes,
         max_connections: config.max_connections,

@@ -110,6 +110,7 @@ fn exchange(endpoint: &Endpoint, request: &Value) -> Response {
                 let bytes = blocking::read(&mut stream, MAX_FRAME_BYTES).unwrap().unwrap();
                 serde_json::from_slice(&bytes).unwrap()
             }
+            Endpoint::Tls(addr) => panic!("the daemon unit tests speak no TLS (tls://{addr}); see tests/remote.rs"),
         };
         if !is_busy(&response) || std::time::Instant::now() > deadline {
             return response;

@@ -20,6 +20,30 @@ crate::wire_enum! {
     }
 }
 
+crate::wire_enum! {
+    /// `details.reason` of the client's `TRANSPORT_ERROR` when a TLS session to a
+    /// `tls://` endpoint cannot be established. None of them is retryable: each needs a
+    /// credential or trust setting changed.
+    pub enum TlsFailure {
+        /// The server certificate does not chain to the configured CA bundle.
+        ServerUntrusted = "tls_server_untrusted",
+        /// The server certificate is not valid for the endpoint's host name.
+        ServerNameMismatch = "tls_server_name_mismatch",
+        /// The server certificate has expired (or is not yet valid).
+        ServerCertificateExpired = "tls_server_certificate_expired",
+        /// The server requires a client certificate and none was configured.
+        ClientCertificateMissing = "tls_client_certificate_missing",
+        /// The server refused the client certificate as expired (or not yet valid).
+        ClientCertificateExpired = "tls_client_certificate_expired",
+        /// The server refused the client certificate: not issued by its client CA.
+        ClientCertificateUntrusted = "tls_client_certificate_untrusted",
+        /// The certificate is valid but not listed for this server (revoked or never granted).
+        ClientCertificateNotListed = "tls_client_certificate_not_listed",
+        /// Any other handshake failure (e.g. the endpoint does not speak TLS 1.3).
+        HandshakeFailed = "tls_handshake_failed",
+    }
+}
+
 impl ErrorCode {
     /// Whether a caller may retry the identical request automatically. `REASONER_ERROR`
     /// decides per case; this is its conservative default.

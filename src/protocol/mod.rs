@@ -29,7 +29,7 @@ pub use envelope::{
     AmbientContext, CLI_REQUEST_ID, CONNECTION_LIMIT_REASON, ContextSource, ErrorBody, Horizon, Input,
     PROTOCOL_VERSION, Request, ResolvedContext, Response, TRANSPORT_REQUEST_ID, Warning,
 };
-pub use error_code::ErrorCode;
+pub use error_code::{ErrorCode, TlsFailure};
 pub use ids::RequestId;
 pub use op::Operation;
 pub use wire_enum::UnknownVariant;

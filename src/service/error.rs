@@ -22,6 +22,9 @@ pub enum ServiceError {
     Config(String),
     #[error("{}: {}", ErrorCode::IntegrityError.prefix(), .0)]
     Integrity(String),
+    /// Outside the workspaces of the caller's credential (see `service::Grant`).
+    #[error("{}: {}", ErrorCode::ScopeViolation.prefix(), .0)]
+    OutsideGrant(String),
     #[error("{}: {}", ErrorCode::InternalError.prefix(), .0)]
     Internal(String),
     #[error(transparent)]
@@ -33,6 +36,9 @@ impl ServiceError {
         ServiceError::InvalidRequest(message.into())
     }
 }
+
+/// `details.reason` of a refusal outside a remote credential's workspaces.
+pub const OUTSIDE_GRANT_REASON: &str = "outside_credential_workspaces";
 
 /// The single mapping from failures to wire codes, retryability, hints and details.
 pub fn error_body(error: &ServiceError) -> ErrorBody {
@@ -47,6 +53,9 @@ pub fn error_body(error: &ServiceError) -> ErrorBody {
             .with_details(json!({"received_version": received, "supported_version": PROTOCOL_VERSION})),
         ServiceError::Config(_) => ErrorBody::new(ErrorCode::ConfigError, message),
         ServiceError::Integrity(_) => ErrorBody::new(ErrorCode::IntegrityError, message),
+        ServiceError::OutsideGrant(_) => ErrorBody::new(ErrorCode::ScopeViolation, message)
+            .with_hint("Use a context in one of this credential's workspaces, or ask the daemon's operator to list the workspace for this client in [[remote.clients]].")
+            .with_details(json!({"reason": OUTSIDE_GRANT_REASON})),
         ServiceError::Internal(_) => ErrorBody::new(ErrorCode::InternalError, message),
         ServiceError::Store(store) => store_error_body(store, message),
     }

@@ -10,6 +10,7 @@
 
 mod convert;
 mod error;
+mod grant;
 pub mod idempotency;
 mod in_process;
 mod ops;
@@ -21,7 +22,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-pub use error::{ServiceError, error_body};
+pub use error::{OUTSIDE_GRANT_REASON, ServiceError, error_body};
+pub use grant::Grant;
 pub use in_process::InProcess;
 pub(crate) use ops::portable::import_result;
 
@@ -49,6 +51,8 @@ pub struct Service {
     runtime: Runtime,
     /// The FTS vocabulary behind query expansion, shared by every request of this store.
     vocabulary: std::sync::Arc<crate::store::vocab::VocabularyCache>,
+    /// What this view of the service may reach (unrestricted unless [`Service::with_grant`]).
+    grant: Grant,
 }
 
 /// A successful operation's payload before it becomes an envelope.
@@ -165,7 +169,18 @@ impl Service {
             store,
             runtime,
             vocabulary: std::sync::Arc::default(),
+            grant: Grant::unrestricted(),
         }
+    }
+
+    /// A view of the same service limited to `grant`: a remote connection serves its
+    /// credential's requests through one (see [`Grant`]).
+    pub fn with_grant(&self, grant: Grant) -> Service {
+        Service { grant, ..self.clone() }
+    }
+
+    pub fn grant(&self) -> &Grant {
+        &self.grant
     }
 
     /// The store's vocabulary cache (query expansion in `search`, `memory.recall`,
@@ -286,6 +301,7 @@ impl Service {
     /// `NO_AMBIENT_CONTEXT`), after the context check for the others.
     fn serve(&self, request: Request) -> Result<Output, ServiceError> {
         check_envelope(&request)?;
+        self.grant.check_request(self, &request)?;
         let key = match (&request.context, &request.idempotency_key) {
             (Some(context), Some(key)) if request.op.is_mutating() => {
                 Some(idempotency::key_for(&request, context, key))
@@ -301,6 +317,7 @@ impl Service {
 /// Runs a horizon operation: its input decoded (and the reason bounded) before the context
 /// check, a broad horizon's reason required, and the horizon echoed in the response context.
 pub(crate) fn with_horizon<I: DeserializeOwned + HorizonInput>(
+    service: &Service,
     call: &Call,
     input: Value,
     run: impl FnOnce(I) -> Result<Output, ServiceError>,
@@ -321,6 +338,7 @@ pub(crate) fn with_horizon<I: DeserializeOwned + HorizonInput>(
             "workspace and personal horizons require a non-empty reason",
         ));
     }
+    service.grant().check_horizon(horizon)?;
     Ok(run(input)?.with_horizon(horizon))
 }
 

@@ -66,7 +66,7 @@ const MAX_IDLE_READERS: usize = 8;
 const WRITER_CACHE_KIB: u32 = 1024;
 /// Page cache of each read connection, in KiB. Under writes a reader's cache is discarded
 /// at each new snapshot anyway; several readers exist only under concurrent reads.
-const READER_CACHE_KIB: u32 = 512;
+pub(crate) const READER_CACHE_KIB: u32 = 512;
 /// Prepared statements kept per connection (`prepare_cached`): search, recall and
 /// context.build together, or all the mutations, prepare more distinct statements than
 /// rusqlite's default of 16.

@@ -99,10 +99,17 @@ impl VocabularyCache {
                         claim_seq,
                     }
                 }
-                _ => match conn.dialect() {
-                    Dialect::Sqlite => build(store)?,
-                    Dialect::Postgres => build_pg(conn)?,
-                },
+                _ => {
+                    let built = match conn.dialect() {
+                        Dialect::Sqlite => build(store)?,
+                        Dialect::Postgres => build_pg(conn)?,
+                    };
+                    // The scan's private connection (page cache, FTS5 segment readers) and
+                    // the terms it read were thousands of small blocks, now free but
+                    // scattered through the heap: hand them back to the system.
+                    crate::sys::release_free_memory();
+                    built
+                }
             };
             *self.loaded.write().unwrap_or_else(|e| e.into_inner()) = Some(fresh);
         }
@@ -123,6 +130,8 @@ fn build(store: &Store) -> StoreResult<Loaded> {
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    // One pass over the index: a reader's page cache is plenty (SQLite's default is 2000 KiB).
+    conn.execute_batch(&format!("PRAGMA cache_size = -{};", super::READER_CACHE_KIB))?;
     conn.execute_batch(
         "CREATE VIRTUAL TABLE temp.artifact_terms USING fts5vocab(main, artifact_fts, 'row');
          CREATE VIRTUAL TABLE temp.claim_terms USING fts5vocab(main, claim_fts, 'row');

@@ -9,6 +9,7 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use memoree::client::socket::{ClientTimeouts, SocketClient};
+use memoree::client::tls::Connector;
 use memoree::paths::Endpoint;
 use memoree::protocol::Response;
 use serde_json::{Value, json};
@@ -25,6 +26,8 @@ pub struct TestDaemon {
     endpoint: Endpoint,
     data_dir: PathBuf,
     log_dir: PathBuf,
+    /// The client TLS configuration of a `tls://` daemon.
+    tls: Option<Connector>,
 }
 
 impl TestDaemon {
@@ -39,6 +42,13 @@ impl TestDaemon {
     /// Serves `unix://<dir>/s.sock` with data in `<dir>/data`, and waits until it answers.
     pub fn start_in(dir: &Path) -> TestDaemon {
         let mut daemon = TestDaemon::spawn_at(dir, &Endpoint::Unix(dir.join("s.sock")), &dir.join("data"));
+        daemon.wait_ready();
+        daemon
+    }
+
+    /// Serves `unix://<dir>/local.sock` with data in `data_dir`, and waits until it answers.
+    pub fn start_in_with_data(dir: &Path, data_dir: &Path) -> TestDaemon {
+        let mut daemon = TestDaemon::spawn_at(dir, &Endpoint::Unix(dir.join("local.sock")), data_dir);
         daemon.wait_ready();
         daemon
     }
@@ -85,7 +95,7 @@ impl TestDaemon {
                 listen.push(path);
                 listen
             }
-            Endpoint::Tcp(_) => OsString::from(endpoint.to_string()),
+            Endpoint::Tcp(_) | Endpoint::Tls(_) => OsString::from(endpoint.to_string()),
         };
         let mut command = Command::new(BIN);
         command
@@ -95,6 +105,23 @@ impl TestDaemon {
             .arg("--data-dir")
             .arg(data_dir);
         command
+    }
+
+    /// Serves `endpoint` (`tls://…`) with the `[remote]` table of `config` (as
+    /// `MEMOREE_CONFIG`), and waits until a client configured by `connector` gets an answer.
+    pub fn start_tls(
+        dir: &Path,
+        endpoint: &Endpoint,
+        data_dir: &Path,
+        config: &Path,
+        connector: Connector,
+    ) -> TestDaemon {
+        let mut command = TestDaemon::serve_command(endpoint, data_dir);
+        command.env("MEMOREE_CONFIG", config);
+        let mut daemon = TestDaemon::spawn(command, dir, endpoint.clone(), data_dir);
+        daemon.tls = Some(connector);
+        daemon.wait_ready();
+        daemon
     }
 
     /// Serves the default endpoint of `home` (no `--listen`), and waits until it answers.
@@ -122,6 +149,7 @@ impl TestDaemon {
             endpoint,
             data_dir: data_dir.to_path_buf(),
             log_dir: log_dir.to_path_buf(),
+            tls: None,
         }
     }
 
@@ -139,7 +167,7 @@ impl TestDaemon {
             }
             let bound = match &self.endpoint {
                 Endpoint::Unix(path) => path.exists(),
-                Endpoint::Tcp(_) => true,
+                Endpoint::Tcp(_) | Endpoint::Tls(_) => true,
             };
             if bound
                 && let Ok(response) = client.exchange_json(&request("capabilities", json!({})))
@@ -174,7 +202,7 @@ impl TestDaemon {
     pub fn socket(&self) -> &Path {
         match &self.endpoint {
             Endpoint::Unix(path) => path,
-            Endpoint::Tcp(addr) => panic!("{addr} has no socket path"),
+            other => panic!("{other} has no socket path"),
         }
     }
 
@@ -191,11 +219,15 @@ impl TestDaemon {
     }
 
     pub fn client(&self) -> SocketClient {
-        SocketClient::new(self.endpoint())
+        self.client_with(ClientTimeouts::default())
     }
 
     pub fn client_with(&self, timeouts: ClientTimeouts) -> SocketClient {
-        SocketClient::new(self.endpoint()).with_timeouts(timeouts)
+        let client = SocketClient::new(self.endpoint()).with_timeouts(timeouts);
+        match &self.tls {
+            Some(connector) => client.with_tls(connector.clone()),
+            None => client,
+        }
     }
 
     /// A raw connection with a 10 s read timeout.
@@ -330,7 +362,12 @@ impl DaemonHome {
     /// The binary with `args`, run in this home: every inherited `MEMOREE_*` variable is
     /// removed, `MEMOREE_HOME` is set, and the working directory is the home itself.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(BIN);
+        self.command_of(BIN.as_ref(), args)
+    }
+
+    /// [`Self::command`] with another executable.
+    pub fn command_of(&self, program: &std::path::Path, args: &[&str]) -> Command {
+        let mut command = Command::new(program);
         for (name, _) in std::env::vars_os() {
             if name.to_string_lossy().starts_with("MEMOREE_") {
                 command.env_remove(&name);

@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod daemon;
+pub mod pki;
 pub mod torture;
 
 use std::path::{Path, PathBuf};
@@ -31,10 +32,16 @@ pub const SCRUBBED_ENV: &[&str] = &[
     "MEMOREE_CONTEXT",
     "MEMOREE_ACTOR",
     "MEMOREE_COMPILER",
+    "MEMOREE_TLS_CA",
+    "MEMOREE_TLS_CERT",
+    "MEMOREE_TLS_KEY",
+    "MEMOREE_TLS_SERVER_NAME",
 ];
 
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_memoree");
+/// The slim daemon executable autostart runs (built beside `memoree`).
+pub const DAEMON_BIN: &str = env!("CARGO_BIN_EXE_memoree-daemon");
 
 /// The path of the binary under test.
 pub fn bin() -> &'static str {

@@ -7,6 +7,7 @@ use crate::protocol::claim::{
     EvidenceLocator,
 };
 use crate::protocol::limits;
+use crate::protocol::relation::EntityType;
 use crate::service::convert::{claim_record, context_owner};
 use crate::service::validate;
 use crate::service::{Call, Output, Service, ServiceError};
@@ -47,6 +48,17 @@ fn check_confidence(confidence: Option<f64>) -> Result<(), ServiceError> {
 }
 
 /// Shape checks on locators; existence and bounds are checked against the store.
+/// A restricted credential cites only artifacts of its own workspaces (a span of a foreign
+/// artifact would copy its bytes into this workspace).
+fn check_evidence_grant(service: &Service, evidence: &[EvidenceLocator]) -> Result<(), ServiceError> {
+    for locator in evidence {
+        service
+            .grant()
+            .check_entity(service, EntityType::Artifact, &locator.artifact_id)?;
+    }
+    Ok(())
+}
+
 fn check_evidence(evidence: &[EvidenceLocator]) -> Result<(), ServiceError> {
     if evidence.len() > limits::MAX_EVIDENCE_ITEMS {
         return Err(ServiceError::invalid(format!(
@@ -83,6 +95,7 @@ fn check_revision_fields(statement: &str, confidence: Option<f64>, actor: Option
 pub(super) fn assert(service: &Service, call: &Call, input: ClaimAssertInput) -> Result<Output, ServiceError> {
     check_revision_fields(&input.statement, input.confidence, input.actor.as_deref())?;
     check_evidence(&input.evidence)?;
+    check_evidence_grant(service, &input.evidence)?;
     let valid_from = input
         .valid_from
         .as_deref()
@@ -140,6 +153,7 @@ pub(super) fn revise(service: &Service, call: &Call, input: ClaimReviseInput) ->
     validate::id("if_revision", &input.if_revision)?;
     check_revision_fields(&input.statement, input.confidence, input.actor.as_deref())?;
     check_evidence(&input.evidence)?;
+    check_evidence_grant(service, &input.evidence)?;
     let new = NewClaimRevision {
         statement: input.statement,
         confidence: input.confidence,

@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use crate::protocol::purge::{
     ArtifactPurgeInput, CitingClaim, ClaimPurgeInput, EARLIER_COPIES_NOTICE, PurgeResult, PurgedRevisionRecord,
 };
+use crate::protocol::relation::EntityType;
 use crate::protocol::{Operation, Warning, limits};
 use crate::service::convert::{context_owner, owner_context};
 use crate::service::validate;
@@ -86,6 +87,11 @@ fn purge(
     validate::optional_bounded("actor", actor.as_deref(), limits::MAX_ACTOR_BYTES)?;
     let key = call.idempotency_key()?;
     let ambient = context_owner(call.context()?);
+    let entity_type = match kind {
+        EntityKind::Artifact => EntityType::Artifact,
+        EntityKind::Claim => EntityType::Claim,
+    };
+    service.grant().check_entity(service, entity_type, &entity_id)?;
     let blobs = service.store().blobs()?.clone();
     let request = PurgeRequest {
         kind,

@@ -39,6 +39,12 @@ pub(super) fn put(service: &Service, call: &Call, input: RelationPutInput) -> Re
     }
     let key = call.idempotency_key()?;
     let ambient = context_owner(call.context()?);
+    service
+        .grant()
+        .check_entity(service, input.source_type, &input.source_id)?;
+    service
+        .grant()
+        .check_entity(service, input.target_type, &input.target_id)?;
     let written = service.store().write(move |tx| {
         let source = store_relation::endpoint(tx.db(), input.source_type, &input.source_id)?;
         let target = store_relation::endpoint(tx.db(), input.target_type, &input.target_id)?;
@@ -72,6 +78,9 @@ pub(super) fn list(service: &Service, call: &Call, input: RelationListInput) -> 
     let context = call.context()?;
     let ambient = context_owner(context);
     let horizon = input.horizon;
+    service
+        .grant()
+        .check_entity(service, input.entity_type, &input.entity_id)?;
     let (rows, more) = service.store().read_db(|db| {
         let anchor = store_relation::endpoint(db, input.entity_type, &input.entity_id)?;
         store_relation::check_anchor_read(&anchor, &ambient, &context.pins, horizon)?;

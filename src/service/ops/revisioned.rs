@@ -46,6 +46,7 @@ pub(super) fn get<E: Entity>(service: &Service, id: &str, revision_id: Option<&s
             other => Ok(other),
         })?
         .ok_or_else(|| StoreError::NotFound(E::not_found(id, revision_id)))?;
+    service.grant().check_owner(E::ENTITY, id, row.owner())?;
     Ok(row)
 }
 
@@ -59,6 +60,7 @@ pub(super) fn history<E: Entity>(
     validate::id(&format!("{}_id", E::ENTITY), id)?;
     let limit = validate::limit("limit", limit, limits::MAX_HISTORY_ITEMS)?;
     let before = validate::history_cursor("before_revision_number", before)?;
+    service.grant().check_entity(service, E::ENTITY, id)?;
     let (rows, truncated) = service
         .store()
         .read_db(|db| revisioned::history::<E>(db, id, limit, before))?;
@@ -85,6 +87,7 @@ pub(super) fn write_existing<E: Entity>(
 ) -> Result<Output, ServiceError> {
     let key = call.idempotency_key()?;
     let ambient = context_owner(call.context()?);
+    service.grant().check_entity(service, E::ENTITY, &id)?;
     let written = service.store().write(move |tx| -> StoreResult<Written> {
         let head = revisioned::head::<E>(tx.db(), &id)?;
         scope::check_write(E::ENTITY.as_str(), head.entity_id(), head.owner(), &ambient)?;

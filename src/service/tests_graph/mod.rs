@@ -2,6 +2,7 @@
 
 mod browse;
 mod conflict;
+mod grant;
 mod property;
 mod relation;
 mod scope;
