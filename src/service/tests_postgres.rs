@@ -327,3 +327,50 @@ fn operations_not_yet_on_postgresql_refuse_with_a_clear_internal_error_and_write
     assert_eq!(error.code, ErrorCode::InternalError);
     assert!(error.message.contains("PostgreSQL"), "{}", error.message);
 }
+
+#[test]
+fn a_remote_credential_reaches_only_its_workspaces_on_postgresql_too() {
+    use crate::service::{Grant, OUTSIDE_GRANT_REASON};
+    let f = front_ends(2);
+    let (a, b) = (&f.services[0], &f.services[1]);
+    let foreign = json!({"workspace_id": "wsp_other", "project_id": "prj_other"});
+    let secret = ok(
+        a,
+        json!({"request_id": "r", "op": "artifact.put", "idempotency_key": "k1", "context": foreign,
+               "input": {"kind": "note", "title": "Secret", "content": {"type": "text", "data": "hunter2"}}}),
+    );
+    let secret_id = secret["artifact_id"].as_str().unwrap().to_owned();
+    let own = put(a, "k2", "our own note");
+    let own_id = own["artifact_id"].as_str().unwrap().to_owned();
+    // The owner of an entity written on one front end is checked on another.
+    let view = b.with_grant(Grant::workspaces("alpha", ["wsp_test"]));
+    let got = ok(
+        &view,
+        json!({"request_id": "r", "op": "artifact.get", "input": {"artifact_id": own_id}}),
+    );
+    assert_eq!(got["artifact_id"], json!(own_id));
+    let refusals = [
+        json!({"request_id": "r", "op": "artifact.get", "input": {"artifact_id": secret_id}}),
+        json!({"request_id": "r", "op": "artifact.history", "input": {"artifact_id": secret_id}}),
+        json!({"request_id": "r", "op": "relation.put", "idempotency_key": "k3", "context": context(),
+               "input": {"source_type": "artifact", "source_id": own_id, "relation": "references",
+                         "target_type": "artifact", "target_id": secret_id}}),
+        json!({"request_id": "r", "op": "search", "context": foreign, "input": {"query": "hunter2"}}),
+    ];
+    for request in refusals {
+        let response = call(&view, request.clone());
+        let error = response
+            .error
+            .as_ref()
+            .unwrap_or_else(|| panic!("not refused: {request}"));
+        assert_eq!(error.code, ErrorCode::ScopeViolation, "{request}: {error:?}");
+        assert_eq!(error.details["reason"], OUTSIDE_GRANT_REASON);
+        assert!(!serde_json::to_string(&response).unwrap().contains("hunter2"));
+    }
+    let doctor = ok(b, json!({"request_id": "r", "op": "doctor", "input": {}}));
+    assert_eq!(
+        doctor["last_commit_seq"],
+        json!(2),
+        "a refusal wrote something: {doctor}"
+    );
+}
