@@ -164,6 +164,40 @@ impl<'c> Db<'c> {
         Ok(out)
     }
 
+    /// Runs a statement and hands every row to `each`. On SQLite the rows are streamed from
+    /// the cursor (bounded memory); on PostgreSQL they are fetched first, so `each` may run
+    /// other statements on the same connection.
+    pub fn for_each(
+        self,
+        sql: &str,
+        params: &[&dyn Param],
+        mut each: impl FnMut(&Row<'_>) -> StoreResult<()>,
+    ) -> StoreResult<()> {
+        match self {
+            Db::Sqlite(conn) => {
+                let mut stmt = conn.prepare_cached(sql)?;
+                let mut rows = stmt.query(rusqlite::params_from_iter(params.iter()))?;
+                while let Some(row) = rows.next()? {
+                    each(&Row::Sqlite(row))?;
+                }
+            }
+            Db::Postgres(conn) => {
+                for row in conn.query(sql, &pg_params(params))? {
+                    each(&Row::Postgres(&row))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs statements without parameters or results.
+    pub fn batch(self, sql: &str) -> StoreResult<()> {
+        match self {
+            Db::Sqlite(conn) => Ok(conn.execute_batch(sql)?),
+            Db::Postgres(conn) => conn.batch(sql),
+        }
+    }
+
     /// Runs a statement; returns the number of rows it changed.
     pub fn execute(self, sql: &str, params: &[&dyn Param]) -> StoreResult<u64> {
         match self {

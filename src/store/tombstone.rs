@@ -214,17 +214,13 @@ pub fn incomplete(conn: &Connection) -> StoreResult<Vec<String>> {
 /// One tombstone problem: `(kind, entity, detail)`.
 pub type Finding = (&'static str, String, String);
 
-/// The tombstone checks of `verify` (read-only): every purged revision has its tombstone and
-/// blank content, every tombstone row names a purged revision of its entity, no index row
-/// or CAS object of a purged revision remains, and every erasure completed. Also returns
-/// warnings for claim revisions whose evidence cites erased content.
-pub fn check(conn: &Connection, blobs_root: &Path) -> StoreResult<(Vec<Finding>, Vec<String>)> {
+/// The tombstone checks on rows alone, which both backends make: every purged revision has
+/// its tombstone and blank content, and every tombstone row names a purged revision of its
+/// entity.
+pub fn row_checks(db: Db<'_>) -> StoreResult<Vec<Finding>> {
     let mut findings: Vec<Finding> = Vec::new();
     let mut pairs = |sql: &str, kind: &'static str, detail: &str| -> StoreResult<()> {
-        let mut stmt = conn.prepare(sql)?;
-        let ids = stmt
-            .query_map([], |r| r.get::<_, String>(0))?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let ids: Vec<String> = db.query_all(sql, &[], |r| r.get(0))?;
         findings.extend(ids.into_iter().map(|id| (kind, id, detail.to_owned())));
         Ok(())
     };
@@ -261,6 +257,23 @@ pub fn check(conn: &Connection, blobs_root: &Path) -> StoreResult<(Vec<Finding>,
         kind::TOMBSTONE,
         "a purged revision still holds content in its row",
     )?;
+    Ok(findings)
+}
+
+/// The tombstone checks of `verify` (read-only): every purged revision has its tombstone and
+/// blank content, every tombstone row names a purged revision of its entity, no index row
+/// or CAS object of a purged revision remains, and every erasure completed. Also returns
+/// warnings for claim revisions whose evidence cites erased content.
+pub fn check(conn: &Connection, blobs_root: &Path) -> StoreResult<(Vec<Finding>, Vec<String>)> {
+    let mut findings = row_checks(Db::Sqlite(conn))?;
+    let mut pairs = |sql: &str, kind: &'static str, detail: &str| -> StoreResult<()> {
+        let mut stmt = conn.prepare(sql)?;
+        let ids = stmt
+            .query_map([], |r| r.get::<_, String>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        findings.extend(ids.into_iter().map(|id| (kind, id, detail.to_owned())));
+        Ok(())
+    };
     for (revisions, prefix) in [("artifact_revisions", "artifact_"), ("claim_revisions", "claim_")] {
         for table in super::purge::fts_tables(conn)?
             .into_iter()

@@ -13,9 +13,10 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension};
 
 use super::claim::evidence_from_json;
+use super::db::Db;
 use super::error::StoreResult;
 use super::migrate::{SCHEMA_VERSION, schema_version};
 use crate::blob::{self, BlobError, Digest, Encoding};
@@ -144,23 +145,10 @@ impl Findings {
 /// transaction) and the CAS rooted at `blobs_root`. Never writes, not even the CAS's
 /// scratch directory.
 pub fn verify(conn: &Connection, blobs_root: &Path) -> StoreResult<VerifyReport> {
-    let mut findings = Findings {
-        report: VerifyReport::default(),
-        suppressed: 0,
-    };
+    let mut findings = Findings::new();
     findings.check("schema version", |f| check_schema(conn, f));
     findings.check("integrity_check", |f| check_sqlite(conn, f));
-    findings.check("commit sequence", |f| check_commit_sequence(conn, f));
-    findings.check("heads", |f| check_heads(conn, f));
-    findings.check("artifact fts", |f| {
-        check_fts(conn, f, "artifact_revisions", "artifact_fts").map(|n| f.report.checked_artifact_revisions = n)
-    });
-    findings.check("claim fts", |f| {
-        check_fts(conn, f, "claim_revisions", "claim_fts").map(|n| f.report.checked_claim_revisions = n)
-    });
-    findings.check("relations", |f| check_relations(conn, f));
-    findings.check("conflict cases", |f| check_conflicts(conn, f));
-    findings.check("claim evidence", |f| check_evidence(conn, f));
+    check_records(Db::Sqlite(conn), &mut findings, ("artifact_fts", "claim_fts", "rowid"));
     findings.check("blobs", |f| check_blobs(conn, blobs_root, f));
     findings.check("tombstones", |f| {
         let (found, warnings) = super::tombstone::check(conn, blobs_root)?;
@@ -170,15 +158,47 @@ pub fn verify(conn: &Connection, blobs_root: &Path) -> StoreResult<VerifyReport>
         f.report.warnings.extend(warnings);
         Ok(())
     });
-    let mut report = findings.report;
-    if findings.suppressed > 0 {
-        report.issues.push(Issue {
-            kind: kind::TRUNCATED,
-            entity: None,
-            detail: format!("{} more issues were found and not listed", findings.suppressed),
-        });
+    Ok(findings.finish())
+}
+
+/// The checks both backends make on their tables: the commit sequence, heads, the full-text
+/// projection (`search` names the artifact and claim tables and their revision key column),
+/// relations, conflict cases and claim evidence.
+fn check_records(db: Db<'_>, findings: &mut Findings, search: (&str, &str, &str)) {
+    let (artifact_search, claim_search, key) = search;
+    findings.check("commit sequence", |f| check_commit_sequence(db, f));
+    findings.check("heads", |f| check_heads(db, f));
+    findings.check("artifact fts", |f| {
+        check_fts(db, f, "artifact_revisions", artifact_search, key).map(|n| f.report.checked_artifact_revisions = n)
+    });
+    findings.check("claim fts", |f| {
+        check_fts(db, f, "claim_revisions", claim_search, key).map(|n| f.report.checked_claim_revisions = n)
+    });
+    findings.check("relations", |f| check_relations(db, f));
+    findings.check("conflict cases", |f| check_conflicts(db, f));
+    findings.check("claim evidence", |f| check_evidence(db, f));
+}
+
+impl Findings {
+    fn new() -> Findings {
+        Findings {
+            report: VerifyReport::default(),
+            suppressed: 0,
+        }
     }
-    Ok(report)
+
+    /// The report, with the count of issues not listed.
+    fn finish(self) -> VerifyReport {
+        let mut report = self.report;
+        if self.suppressed > 0 {
+            report.issues.push(Issue {
+                kind: kind::TRUNCATED,
+                entity: None,
+                detail: format!("{} more issues were found and not listed", self.suppressed),
+            });
+        }
+        report
+    }
 }
 
 fn check_schema(conn: &Connection, f: &mut Findings) -> StoreResult<()> {
@@ -237,10 +257,10 @@ fn check_sqlite(conn: &Connection, f: &mut Findings) -> StoreResult<()> {
     Ok(())
 }
 
-fn check_commit_sequence(conn: &Connection, f: &mut Findings) -> StoreResult<()> {
-    let state: i64 = conn.query_row("SELECT commit_seq FROM commit_state WHERE id = 1", [], |r| r.get(0))?;
+fn check_commit_sequence(db: Db<'_>, f: &mut Findings) -> StoreResult<()> {
+    let state: i64 = db.query_one("SELECT commit_seq FROM commit_state WHERE id = 1", &[], |r| r.get(0))?;
     let (max, count): (i64, i64) =
-        conn.query_row("SELECT coalesce(max(commit_seq), 0), count(*) FROM events", [], |r| {
+        db.query_one("SELECT coalesce(max(commit_seq), 0), count(*) FROM events", &[], |r| {
             Ok((r.get(0)?, r.get(1)?))
         })?;
     f.report.last_commit_seq = state.max(0);
@@ -254,7 +274,7 @@ fn check_commit_sequence(conn: &Connection, f: &mut Findings) -> StoreResult<()>
     Ok(())
 }
 
-fn check_heads(conn: &Connection, f: &mut Findings) -> StoreResult<()> {
+fn check_heads(db: Db<'_>, f: &mut Findings) -> StoreResult<()> {
     for (entity, revisions, owner) in [
         ("artifacts", "artifact_revisions", "artifact_id"),
         ("claims", "claim_revisions", "claim_id"),
@@ -265,9 +285,7 @@ fn check_heads(conn: &Connection, f: &mut Findings) -> StoreResult<()> {
                     (SELECT max(r.revision_number) FROM {revisions} r WHERE r.{owner} = e.id)
              FROM {entity} e"
         );
-        let mut stmt = conn.prepare(&sql)?;
-        let mut rows = stmt.query([])?;
-        while let Some(row) = rows.next()? {
+        db.for_each(&sql, &[], |row| {
             let id: String = row.get(0)?;
             let head: String = row.get(1)?;
             let head_number: Option<i64> = row.get(2)?;
@@ -288,27 +306,27 @@ fn check_heads(conn: &Connection, f: &mut Findings) -> StoreResult<()> {
                 ),
                 Some(_) => {}
             }
-        }
+            Ok(())
+        })?;
     }
     Ok(())
 }
 
 /// Every revision has exactly one FTS row (rowid = revision seq) and every FTS row has a
 /// revision. Returns the number of revisions checked.
-fn check_fts(conn: &Connection, f: &mut Findings, revisions: &str, fts: &str) -> StoreResult<u64> {
+fn check_fts(db: Db<'_>, f: &mut Findings, revisions: &str, fts: &str, key: &str) -> StoreResult<u64> {
     // A purged revision has no index row (its content is erased); one it still had would be
     // reported as an orphan.
     let seqs = column_i64(
-        conn,
+        db,
         &format!("SELECT seq FROM {revisions} WHERE purged = 0 ORDER BY seq"),
     )?;
-    let rows = column_i64(conn, &format!("SELECT rowid FROM {fts} ORDER BY rowid"))?;
+    let rows = column_i64(db, &format!("SELECT {key} FROM {fts} ORDER BY {key}"))?;
     let revision_of = |seq: i64| -> StoreResult<String> {
-        Ok(conn
-            .query_row(&format!("SELECT id FROM {revisions} WHERE seq = ?1"), [seq], |r| {
+        Ok(db
+            .query_opt(&format!("SELECT id FROM {revisions} WHERE seq = ?1"), &[&seq], |r| {
                 r.get(0)
-            })
-            .optional()?
+            })?
             .unwrap_or_else(|| format!("{revisions} seq {seq}")))
     };
     let (mut i, mut j) = (0, 0);
@@ -348,31 +366,23 @@ fn check_fts(conn: &Connection, f: &mut Findings, revisions: &str, fts: &str) ->
     Ok(seqs.len() as u64)
 }
 
-fn column_i64(conn: &Connection, sql: &str) -> StoreResult<Vec<i64>> {
-    let mut stmt = conn.prepare(sql)?;
-    let values = stmt
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<Vec<i64>>>()?;
-    Ok(values)
+fn column_i64(db: Db<'_>, sql: &str) -> StoreResult<Vec<i64>> {
+    db.query_all(sql, &[], |r| r.get(0))
 }
 
 /// Rows of `(entity, detail)` produced by one SQL query.
-fn pairs(conn: &Connection, sql: &str) -> StoreResult<Vec<(String, String)>> {
-    let mut stmt = conn.prepare(sql)?;
-    let rows = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows)
+fn pairs(db: Db<'_>, sql: &str) -> StoreResult<Vec<(String, String)>> {
+    db.query_all(sql, &[], |r| Ok((r.get(0)?, r.get(1)?)))
 }
 
-fn check_relations(conn: &Connection, f: &mut Findings) -> StoreResult<()> {
+fn check_relations(db: Db<'_>, f: &mut Findings) -> StoreResult<()> {
     for end in ["source", "target"] {
         let sql = format!(
             "SELECT rel.id, rel.{end}_type || ' ' || rel.{end}_id FROM relations rel
              WHERE (rel.{end}_type = 'artifact' AND NOT EXISTS (SELECT 1 FROM artifacts a WHERE a.id = rel.{end}_id))
                 OR (rel.{end}_type = 'claim' AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.id = rel.{end}_id))"
         );
-        for (relation, missing) in pairs(conn, &sql)? {
+        for (relation, missing) in pairs(db, &sql)? {
             f.about(
                 kind::RELATION_ENDPOINT,
                 relation,
@@ -383,7 +393,7 @@ fn check_relations(conn: &Connection, f: &mut Findings) -> StoreResult<()> {
     Ok(())
 }
 
-fn check_conflicts(conn: &Connection, f: &mut Findings) -> StoreResult<()> {
+fn check_conflicts(db: Db<'_>, f: &mut Findings) -> StoreResult<()> {
     let case_rules: &[(&str, &str)] = &[
         (
             "the relation is not a claim-to-claim contradicts edge between the case's claims",
@@ -406,7 +416,7 @@ fn check_conflicts(conn: &Connection, f: &mut Findings) -> StoreResult<()> {
         ),
     ];
     for (detail, sql) in case_rules {
-        for case_id in column_text(conn, sql)? {
+        for case_id in column_text(db, sql)? {
             f.about(kind::CONFLICT_CASE, case_id, *detail);
         }
     }
@@ -424,7 +434,7 @@ fn check_conflicts(conn: &Connection, f: &mut Findings) -> StoreResult<()> {
         ),
     ];
     for (detail, sql) in relation_rules {
-        for relation_id in column_text(conn, sql)? {
+        for relation_id in column_text(db, sql)? {
             f.about(kind::CONFLICT_CASE, relation_id, *detail);
         }
     }
@@ -448,64 +458,66 @@ fn check_conflicts(conn: &Connection, f: &mut Findings) -> StoreResult<()> {
         ),
     ];
     for (detail, sql) in event_rules {
-        for case_id in column_text(conn, sql)? {
+        for case_id in column_text(db, sql)? {
             f.about(kind::CONFLICT_EVENTS, case_id, *detail);
         }
     }
     Ok(())
 }
 
-fn column_text(conn: &Connection, sql: &str) -> StoreResult<Vec<String>> {
-    let mut stmt = conn.prepare(sql)?;
-    let values = stmt
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<Vec<String>>>()?;
-    Ok(values)
+fn column_text(db: Db<'_>, sql: &str) -> StoreResult<Vec<String>> {
+    db.query_all(sql, &[], |r| r.get(0))
 }
 
-fn check_evidence(conn: &Connection, f: &mut Findings) -> StoreResult<()> {
-    let mut size_of = conn.prepare("SELECT blob_size FROM artifact_revisions WHERE artifact_id = ?1 AND id = ?2")?;
-    let mut stmt = conn.prepare("SELECT id, evidence_json FROM claim_revisions ORDER BY seq")?;
-    let mut rows = stmt.query([])?;
-    while let Some(row) = rows.next()? {
-        let revision: String = row.get(0)?;
-        let json: String = row.get(1)?;
-        let Some(evidence) = evidence_from_json(&json) else {
-            f.about(
-                kind::CLAIM_EVIDENCE,
-                revision,
-                "evidence_json is not a list of locators",
-            );
-            continue;
-        };
-        for (index, locator) in evidence.iter().enumerate() {
-            let size: Option<i64> = size_of
-                .query_row(params![locator.artifact_id, locator.revision_id], |r| r.get(0))
-                .optional()?;
-            let Some(size) = size else {
+fn check_evidence(db: Db<'_>, f: &mut Findings) -> StoreResult<()> {
+    let size_of = |artifact: &str, revision: &str| -> StoreResult<Option<i64>> {
+        db.query_opt(
+            "SELECT blob_size FROM artifact_revisions WHERE artifact_id = ?1 AND id = ?2",
+            &[&artifact, &revision],
+            |r| r.get(0),
+        )
+    };
+    db.for_each(
+        "SELECT id, evidence_json FROM claim_revisions ORDER BY seq",
+        &[],
+        |row| {
+            let revision: String = row.get(0)?;
+            let json: String = row.get(1)?;
+            let Some(evidence) = evidence_from_json(&json) else {
                 f.about(
                     kind::CLAIM_EVIDENCE,
-                    revision.clone(),
-                    format!(
-                        "evidence[{index}] cites missing artifact {} revision {}",
-                        locator.artifact_id, locator.revision_id
-                    ),
+                    revision,
+                    "evidence_json is not a list of locators",
                 );
-                continue;
+                return Ok(());
             };
-            let bad_span = match (locator.start_byte, locator.end_byte) {
-                (None, None) => None,
-                (Some(start), Some(end)) if start < end && end <= size as u64 => None,
-                (start, end) => Some(format!(
-                    "evidence[{index}] span {start:?}..{end:?} is invalid for a {size}-byte revision"
-                )),
-            };
-            if let Some(detail) = bad_span {
-                f.about(kind::CLAIM_EVIDENCE, revision.clone(), detail);
+            for (index, locator) in evidence.iter().enumerate() {
+                let size = size_of(locator.artifact_id.as_str(), locator.revision_id.as_str())?;
+                let Some(size) = size else {
+                    f.about(
+                        kind::CLAIM_EVIDENCE,
+                        revision.clone(),
+                        format!(
+                            "evidence[{index}] cites missing artifact {} revision {}",
+                            locator.artifact_id, locator.revision_id
+                        ),
+                    );
+                    continue;
+                };
+                let bad_span = match (locator.start_byte, locator.end_byte) {
+                    (None, None) => None,
+                    (Some(start), Some(end)) if start < end && end <= size as u64 => None,
+                    (start, end) => Some(format!(
+                        "evidence[{index}] span {start:?}..{end:?} is invalid for a {size}-byte revision"
+                    )),
+                };
+                if let Some(detail) = bad_span {
+                    f.about(kind::CLAIM_EVIDENCE, revision.clone(), detail);
+                }
             }
-        }
-    }
-    Ok(())
+            Ok(())
+        },
+    )
 }
 
 /// One referenced CAS object: its size and the first revision citing it.
@@ -526,20 +538,38 @@ fn check_blobs(conn: &Connection, root: &Path, f: &mut Findings) -> StoreResult<
     let mut rows = stmt.query([])?;
     while let Some(row) = rows.next()? {
         progress.inc(1);
-        let revision: String = row.get(0)?;
-        let hash: String = row.get(1)?;
-        let size = row.get::<_, i64>(2)?.max(0) as u64;
-        let Some(digest) = Digest::parse(&hash) else {
-            f.about(
-                kind::BLOB_HASH,
-                revision,
-                format!("blob_hash {hash:?} is not a BLAKE3 hex digest"),
-            );
-            continue;
+        let inline = match row.get::<_, Option<Vec<u8>>>(3)? {
+            Some(stored) => Some((stored, row.get(4)?)),
+            None => None,
         };
-        match row.get::<_, Option<Vec<u8>>>(3)? {
-            Some(stored) => {
-                let code: i64 = row.get(4)?;
+        check_revision_blob(f, &mut external, row.get(0)?, row.get(1)?, row.get(2)?, inline);
+    }
+    drop(progress);
+    check_cas(root, f, &external)
+}
+
+/// Checks one live artifact revision's content: inline bytes are decoded and re-hashed; an
+/// external blob is recorded in `external` (its first citing revision and size).
+fn check_revision_blob(
+    f: &mut Findings,
+    external: &mut HashMap<Digest, Referenced>,
+    revision: String,
+    hash: String,
+    size: i64,
+    inline: Option<(Vec<u8>, i64)>,
+) {
+    let size = size.max(0) as u64;
+    let Some(digest) = Digest::parse(&hash) else {
+        f.about(
+            kind::BLOB_HASH,
+            revision,
+            format!("blob_hash {hash:?} is not a BLAKE3 hex digest"),
+        );
+        return;
+    };
+    {
+        match inline {
+            Some((stored, code)) => {
                 let checked = match Encoding::from_code(code) {
                     Some(encoding) => blob::decode_inline(encoding, &stored, &digest, size).map(|_| ()),
                     None => Err(BlobError::Undecodable {
@@ -567,7 +597,10 @@ fn check_blobs(conn: &Connection, root: &Path, f: &mut Findings) -> StoreResult<
             },
         }
     }
-    drop(progress);
+}
+
+/// Checks the referenced external blobs against the CAS, and reports what else it holds.
+fn check_cas(root: &Path, f: &mut Findings, external: &HashMap<Digest, Referenced>) -> StoreResult<()> {
     let found = walk_cas(root, f)?;
     let mut progress = Progress::new("verify: external blobs", found.len().max(external.len()) as u64);
     let mut referenced_digests: Vec<(&Digest, &Referenced)> = external.iter().collect();
@@ -687,9 +720,13 @@ fn is_hex_pair(name: &str) -> bool {
 impl super::Store {
     /// Runs [`verify`] on one read snapshot of this store.
     pub fn verify(&self) -> StoreResult<VerifyReport> {
-        self.read(|conn| verify(conn, self.blobs()?.root()))
+        match &self.inner.backend {
+            super::Backend::Sqlite { blobs, .. } => self.read(|conn| verify(conn, blobs.root())),
+            super::Backend::Postgres(store) => store.read(pg::verify),
+        }
     }
 }
 
+pub mod pg;
 #[cfg(test)]
 mod tests;

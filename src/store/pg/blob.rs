@@ -22,27 +22,8 @@ pub const CHUNK_BYTES: usize = 1 << 20;
 /// transaction on `conn`, which must not be inside one.
 pub fn put(conn: &PgConn, bytes: &[u8]) -> StoreResult<Digest> {
     let digest = Digest::of(bytes);
-    let hash = digest.to_hex();
     conn.batch("BEGIN")?;
-    let written = (|| -> StoreResult<()> {
-        let chunks = bytes.len().div_ceil(CHUNK_BYTES) as i64;
-        let inserted = conn.execute(
-            "INSERT INTO blobs (hash, size, chunks, created_at) VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT (hash) DO NOTHING",
-            &[&hash, &(bytes.len() as i64), &chunks, &timefmt::to_db(&timefmt::now())],
-        )?;
-        if inserted == 0 {
-            // Stored before (or by a concurrent writer whose transaction we waited for).
-            return Ok(());
-        }
-        for (idx, chunk) in bytes.chunks(CHUNK_BYTES).enumerate() {
-            conn.execute(
-                "INSERT INTO blob_chunks (hash, idx, data) VALUES (?1, ?2, ?3)",
-                &[&hash, &(idx as i64), &chunk],
-            )?;
-        }
-        Ok(())
-    })();
+    let written = insert(conn, &digest, bytes);
     match written {
         Ok(()) => conn.batch("COMMIT")?,
         Err(e) => {
@@ -51,6 +32,30 @@ pub fn put(conn: &PgConn, bytes: &[u8]) -> StoreResult<Digest> {
         }
     }
     Ok(digest)
+}
+
+/// Stores `bytes` under `digest` (their BLAKE3, which the caller computed) unless it is
+/// stored already, inside the caller's transaction: a blob row and its chunks appear
+/// together when that transaction commits, or not at all.
+pub fn insert(conn: &PgConn, digest: &Digest, bytes: &[u8]) -> StoreResult<()> {
+    let hash = digest.to_hex();
+    let chunks = bytes.len().div_ceil(CHUNK_BYTES) as i64;
+    let inserted = conn.execute(
+        "INSERT INTO blobs (hash, size, chunks, created_at) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (hash) DO NOTHING",
+        &[&hash, &(bytes.len() as i64), &chunks, &timefmt::to_db(&timefmt::now())],
+    )?;
+    if inserted == 0 {
+        // Stored before (or by a concurrent writer whose transaction we waited for).
+        return Ok(());
+    }
+    for (idx, chunk) in bytes.chunks(CHUNK_BYTES).enumerate() {
+        conn.execute(
+            "INSERT INTO blob_chunks (hash, idx, data) VALUES (?1, ?2, ?3)",
+            &[&hash, &(idx as i64), &chunk],
+        )?;
+    }
+    Ok(())
 }
 
 /// Whether the blob is stored.

@@ -18,6 +18,9 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OpenFlags, params_from_iter};
+
+use crate::store::db::{Db, Dialect, Row};
+use crate::store::pg::{self, PgStore};
 use serde::Serialize;
 
 use super::records::{self, ArtifactRevisionRecord, TombstoneRecord};
@@ -45,21 +48,57 @@ pub struct ExportReport {
 /// Exports the store in `data_dir` (served by a daemon or not) to `destination`, which must
 /// not exist. `progress` draws progress lines on stderr when it is a terminal.
 pub fn export(data_dir: &Path, destination: &Path, scope: &Scope, progress: bool) -> StoreResult<ExportReport> {
-    let parent = check_destination(data_dir, destination)?;
+    let parent = check_destination(Some(data_dir), destination)?;
     let conn = open_snapshot(data_dir)?;
-    let staging = tempfile::Builder::new()
-        .prefix(STAGING_PREFIX)
-        .rand_bytes(6)
-        .tempdir_in(&parent)?;
-    fs::set_permissions(staging.path(), fs::Permissions::from_mode(fsutil::PRIVATE_DIR_MODE))?;
+    let staging = staging_dir(&parent, STAGING_PREFIX)?;
     conn.execute_batch("BEGIN DEFERRED")?;
-    let written = write_archive(&conn, &data_dir.join(store::BLOBS_DIR), staging.path(), scope, progress);
+    let cas_root = data_dir.join(store::BLOBS_DIR);
+    let written = write_archive(Db::Sqlite(&conn), Some(&cas_root), staging.path(), scope, progress);
     let _ = conn.execute_batch("COMMIT");
-    let manifest = written?;
+    publish(staging, written?, destination, &parent)
+}
+
+/// Exports one snapshot of a PostgreSQL store to `destination`, which must not exist: the
+/// same format, records and order as an export of the embedded store holding the same memory.
+/// Only [`Scope::All`] so far.
+pub fn export_postgres(
+    store: &PgStore,
+    destination: &Path,
+    scope: &Scope,
+    progress: bool,
+) -> StoreResult<ExportReport> {
+    if *scope != Scope::All {
+        return Err(StoreError::Unsupported(
+            "a scoped export is not yet implemented on the PostgreSQL store; export --all".to_owned(),
+        ));
+    }
+    let parent = check_destination(None, destination)?;
+    let staging = staging_dir(&parent, STAGING_PREFIX)?;
+    let manifest = store.read(|conn| write_archive(Db::Postgres(conn), None, staging.path(), scope, progress))?;
+    publish(staging, manifest, destination, &parent)
+}
+
+/// A new private staging directory in `parent`.
+pub(crate) fn staging_dir(parent: &Path, prefix: &str) -> StoreResult<tempfile::TempDir> {
+    let staging = tempfile::Builder::new()
+        .prefix(prefix)
+        .rand_bytes(6)
+        .tempdir_in(parent)?;
+    fs::set_permissions(staging.path(), fs::Permissions::from_mode(fsutil::PRIVATE_DIR_MODE))?;
+    Ok(staging)
+}
+
+/// Syncs the written archive and renames it onto `destination` without replacing anything.
+fn publish(
+    staging: tempfile::TempDir,
+    manifest: Manifest,
+    destination: &Path,
+    parent: &Path,
+) -> StoreResult<ExportReport> {
     sync_filesystem(staging.path())?;
     crate::store::backup::publish(staging.path(), destination)?;
     let _ = staging.keep();
-    fsutil::fsync_dir(&parent)?;
+    fsutil::fsync_dir(parent)?;
     Ok(ExportReport {
         destination: destination.to_path_buf(),
         manifest,
@@ -68,7 +107,7 @@ pub fn export(data_dir: &Path, destination: &Path, scope: &Scope, progress: bool
 
 /// The destination must not exist and must lie outside the data directory; returns its
 /// (created if needed) parent.
-fn check_destination(data_dir: &Path, destination: &Path) -> StoreResult<PathBuf> {
+fn check_destination(data_dir: Option<&Path>, destination: &Path) -> StoreResult<PathBuf> {
     match fs::symlink_metadata(destination) {
         Ok(_) => {
             return Err(StoreError::Invalid(format!(
@@ -92,7 +131,7 @@ fn check_destination(data_dir: &Path, destination: &Path) -> StoreResult<PathBuf
     };
     fs::create_dir_all(parent)?;
     let parent = parent.canonicalize()?;
-    if let Ok(data_dir) = data_dir.canonicalize()
+    if let Some(Ok(data_dir)) = data_dir.map(Path::canonicalize)
         && parent.starts_with(&data_dir)
     {
         return Err(StoreError::Invalid(format!(
@@ -136,7 +175,18 @@ fn open_snapshot(data_dir: &Path) -> StoreResult<Connection> {
 
 /// The `WHERE … ORDER BY …` tail of each record file's query: everything, or the
 /// selection computed by [`select`].
-fn tail(file: &RecordFile, scoped: bool) -> &'static str {
+fn tail(db: Db<'_>, file: &RecordFile, scoped: bool) -> &'static str {
+    // PostgreSQL has no rowid: entities are in creation order, that of their first
+    // revision (the order the embedded store inserted them in).
+    match (db.dialect(), file.record_type, scoped) {
+        (Dialect::Postgres, "artifact", false) => {
+            return "ORDER BY (SELECT min(r0.commit_seq) FROM artifact_revisions r0 WHERE r0.artifact_id = a.id), a.id";
+        }
+        (Dialect::Postgres, "claim", false) => {
+            return "ORDER BY (SELECT min(r0.commit_seq) FROM claim_revisions r0 WHERE r0.claim_id = c.id), c.id";
+        }
+        _ => {}
+    }
     match (file.record_type, scoped) {
         ("event", false) => "ORDER BY e.commit_seq",
         ("event", true) => "WHERE e.commit_seq IN (SELECT commit_seq FROM x_events) ORDER BY e.commit_seq",
@@ -300,25 +350,32 @@ impl Blobs {
     }
 }
 
-fn write_archive(
-    conn: &Connection,
-    cas_root: &Path,
+/// Writes the archive of the snapshot `db` is in (external blobs from the CAS at `cas_root`
+/// on the embedded store, from the database on PostgreSQL) into `staging`; returns its
+/// manifest, already written.
+pub(crate) fn write_archive(
+    db: Db<'_>,
+    cas_root: Option<&Path>,
     staging: &Path,
     scope: &Scope,
     show_progress: bool,
 ) -> StoreResult<Manifest> {
-    let source_last_commit_seq = store::last_commit_seq(conn)?;
+    let source_last_commit_seq = store::last_commit_seq(db)?;
     let scoped = match scope {
         Scope::All => false,
         Scope::Visible { ambient, horizon, .. } => {
-            select(conn, ambient, *horizon)?;
+            select(db.sqlite()?, ambient, *horizon)?;
             true
         }
     };
     let mut total = 0u64;
     for file in &RECORD_FILES {
-        let sql = format!("SELECT count(*) FROM ({} {})", select_of(file), tail(file, scoped));
-        total += conn.query_row(&sql, [], |r| r.get::<_, i64>(0))?.max(0) as u64;
+        let sql = format!(
+            "SELECT count(*) FROM ({} {}) AS counted",
+            select_of(file),
+            tail(db, file, scoped)
+        );
+        total += db.query_one(&sql, &[], |r| r.get::<i64>(0))?.max(0) as u64;
     }
     let mut progress = if show_progress {
         Progress::new("export: records", total)
@@ -336,17 +393,15 @@ fn write_archive(
     let mut files = Vec::new();
     for file in &RECORD_FILES {
         let mut out = Jsonl::create(staging, file)?;
-        let sql = format!("{} {}", select_of(file), tail(file, scoped));
-        let mut stmt = conn.prepare(&sql)?;
-        let mut rows = stmt.query([])?;
-        while let Some(row) = rows.next()? {
+        let sql = format!("{} {}", select_of(file), tail(db, file, scoped));
+        db.for_each(&sql, &[], |row| {
             match file.record_type {
                 "event" => out.push(&records::event(row)?)?,
                 "artifact" => out.push(&records::artifact(row)?)?,
                 "artifact_revision" => {
                     let record = records::artifact_revision(row)?;
                     if !record.purged {
-                        let bytes = content(row, &record, cas_root)?;
+                        let bytes = content(db, row, &record, cas_root)?;
                         blobs.write(&record.blob_hash, &bytes)?;
                     }
                     out.push(&record)?;
@@ -359,13 +414,14 @@ fn write_archive(
                 "replay" => out.push(&records::replay(row)?)?,
                 "tombstone" => {
                     let mut record: TombstoneRecord = records::tombstone(row)?;
-                    record.revisions = records::tombstone_revisions(conn, &record.entity_id)?;
+                    record.revisions = records::tombstone_revisions(db, &record.entity_id)?;
                     out.push(&record)?;
                 }
                 other => return Err(StoreError::Internal(format!("unknown record type {other}"))),
             }
             progress.inc(1);
-        }
+            Ok(())
+        })?;
         files.push(out.finish()?);
     }
     let manifest = Manifest {
@@ -413,12 +469,19 @@ fn select_of(file: &RecordFile) -> &'static str {
 }
 
 /// A revision's raw bytes, read from its row (inline) or the CAS and verified.
-fn content(row: &rusqlite::Row<'_>, record: &ArtifactRevisionRecord, cas_root: &Path) -> StoreResult<Vec<u8>> {
+fn content(
+    db: Db<'_>,
+    row: &Row<'_>,
+    record: &ArtifactRevisionRecord,
+    cas_root: Option<&Path>,
+) -> StoreResult<Vec<u8>> {
     let digest = Digest::parse(&record.blob_hash)
         .ok_or_else(|| StoreError::Integrity(format!("invalid blob hash on {}", record.revision_id)))?;
-    match row.get::<_, Option<Vec<u8>>>(13)? {
-        Some(stored) => artifact::read_inline(&digest, record.size_bytes, &stored, row.get(14)?),
-        None => {
+    match (row.get::<Option<Vec<u8>>>(13)?, db, cas_root) {
+        (Some(stored), _, _) => artifact::read_inline(&digest, record.size_bytes, &stored, row.get(14)?),
+        (None, Db::Postgres(conn), _) => pg::blob::get(conn, &digest, record.size_bytes),
+        (None, Db::Sqlite(_), None) => Err(StoreError::Internal("no CAS to export blobs from".to_owned())),
+        (None, Db::Sqlite(_), Some(cas_root)) => {
             let path = cas_root.join(digest.relative_path());
             let stored = blob::read_object(&path, &digest, record.size_bytes).map_err(|e| match e {
                 blob::BlobError::Missing { .. } => StoreError::Integrity(format!(

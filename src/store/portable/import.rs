@@ -25,12 +25,13 @@
 //! **Invariant:** the archive is only read, and a failed import leaves the target unchanged.
 
 mod apply;
+mod pg;
 
 use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -40,8 +41,9 @@ use super::{
 };
 use crate::blob::{BlobStore, Digest};
 use crate::progress::Progress;
+use crate::store::db::Db;
 use crate::store::error::{StoreError, StoreResult};
-use crate::store::{Store, last_commit_seq, purge, reindex, verify};
+use crate::store::{Backend, Store, last_commit_seq, purge, reindex, verify};
 
 /// How an archive meets the target store (the wire enum of `import`): into an empty store,
 /// where everything is reproduced exactly, or merged, where records new to the target are
@@ -71,9 +73,20 @@ impl Store {
     pub fn import(&self, archive: &Path, mode: Mode, show_progress: bool) -> StoreResult<ImportReport> {
         let manifest = read_manifest(archive)?;
         check_files(archive, &manifest)?;
-        let blobs = self.blobs()?.clone();
         let archive = archive.to_path_buf();
-        let report = self.exclusive(move |conn| apply(conn, &blobs, &archive, &manifest, mode, show_progress))?;
+        let report = match &self.inner.backend {
+            Backend::Sqlite { blobs, .. } => {
+                let blobs = blobs.clone();
+                self.exclusive(move |conn| apply(conn, &blobs, &archive, &manifest, mode, show_progress))?
+            }
+            // One job of the writer: its group transaction holds the `commit_state` row lock
+            // (no front end writes meanwhile) and its savepoint is rolled back on failure,
+            // blobs included.
+            Backend::Postgres(store) => store.write(move |tx| {
+                let mut importer = Importer::new(tx.db(), None, &archive, &manifest, mode, show_progress)?;
+                importer.run(&manifest)
+            })?,
+        };
         if report.imported[RECORD_FILES.len() - 1] > 0 {
             self.note_purges();
         }
@@ -190,41 +203,7 @@ fn apply(
     mode: Mode,
     show_progress: bool,
 ) -> StoreResult<ImportReport> {
-    let target_last = last_commit_seq(conn)?;
-    if mode == Mode::IntoEmpty {
-        let held: i64 = conn.query_row(
-            "SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM artifacts) + (SELECT count(*) FROM claims)
-                  + (SELECT count(*) FROM relations) + (SELECT count(*) FROM idempotency) + (SELECT count(*) FROM purges)",
-            [],
-            |r| r.get(0),
-        )?;
-        if held > 0 || target_last > 0 {
-            return Err(
-                ArchiveError::TargetNotEmpty(format!("it holds {held} records at commit_seq {target_last}")).into(),
-            );
-        }
-    }
-    let total: u64 = manifest.files.iter().map(|entry| entry.records).sum();
-    let mut importer = Importer {
-        conn,
-        blobs,
-        archive: archive.to_path_buf(),
-        next_seq: target_last,
-        last_event_seq: 0,
-        collisions: Vec::new(),
-        collision_count: 0,
-        created: Vec::new(),
-        report: ImportReport {
-            format_version: manifest.format_version,
-            source_last_commit_seq: manifest.source_last_commit_seq,
-            ..ImportReport::default()
-        },
-        progress: if show_progress {
-            Progress::new("import: records", total)
-        } else {
-            Progress::hidden("import: records", total)
-        },
-    };
+    let mut importer = Importer::new(Db::Sqlite(conn), Some(blobs), archive, manifest, mode, show_progress)?;
     let outcome = purge::in_transaction(conn, |_| importer.run(manifest));
     if outcome.is_err() {
         for digest in &importer.created {
@@ -235,8 +214,10 @@ fn apply(
 }
 
 struct Importer<'a> {
-    conn: &'a Connection,
-    blobs: &'a BlobStore,
+    db: Db<'a>,
+    /// The CAS of the embedded store; `None` on PostgreSQL, where blobs are rows written in
+    /// the import's transaction.
+    blobs: Option<&'a BlobStore>,
     archive: PathBuf,
     next_seq: i64,
     last_event_seq: i64,
@@ -263,19 +244,67 @@ fn presence<T: PartialEq>(existing: Option<T>, record: &T) -> Presence {
     }
 }
 
-impl Importer<'_> {
+impl<'a> Importer<'a> {
+    /// An importer into the store behind `db`, after checking that `mode` accepts it.
+    fn new(
+        db: Db<'a>,
+        blobs: Option<&'a BlobStore>,
+        archive: &Path,
+        manifest: &Manifest,
+        mode: Mode,
+        show_progress: bool,
+    ) -> StoreResult<Importer<'a>> {
+        let target_last = last_commit_seq(db)?;
+        if mode == Mode::IntoEmpty {
+            let held: i64 = db.query_one(
+                "SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM artifacts) + (SELECT count(*) FROM claims)
+                      + (SELECT count(*) FROM relations) + (SELECT count(*) FROM idempotency) + (SELECT count(*) FROM purges)",
+                &[],
+                |r| r.get(0),
+            )?;
+            if held > 0 || target_last > 0 {
+                return Err(ArchiveError::TargetNotEmpty(format!(
+                    "it holds {held} records at commit_seq {target_last}"
+                ))
+                .into());
+            }
+        }
+        let total: u64 = manifest.files.iter().map(|entry| entry.records).sum();
+        Ok(Importer {
+            db,
+            blobs,
+            archive: archive.to_path_buf(),
+            next_seq: target_last,
+            last_event_seq: 0,
+            collisions: Vec::new(),
+            collision_count: 0,
+            created: Vec::new(),
+            report: ImportReport {
+                format_version: manifest.format_version,
+                source_last_commit_seq: manifest.source_last_commit_seq,
+                ..ImportReport::default()
+            },
+            progress: if show_progress {
+                Progress::new("import: records", total)
+            } else {
+                Progress::hidden("import: records", total)
+            },
+        })
+    }
+
     fn run(&mut self, manifest: &Manifest) -> StoreResult<ImportReport> {
         // Archive `commit_seq` → store `commit_seq`, one row per event, in a temporary
         // table so memory stays bounded whatever the archive's size. `events.event_id` has no
         // index (the write path never looks it up), so the store's event ids are copied into
         // an indexed temporary table once instead of scanning `events` per archive event.
-        self.conn.execute_batch(
+        self.db.batch(self.db.pick(
             "CREATE TEMP TABLE IF NOT EXISTS import_seq (old INTEGER PRIMARY KEY, new INTEGER NOT NULL);
              DELETE FROM temp.import_seq;
              CREATE TEMP TABLE IF NOT EXISTS import_events (event_id TEXT PRIMARY KEY, commit_seq INTEGER NOT NULL) WITHOUT ROWID;
              DELETE FROM temp.import_events;
              INSERT INTO temp.import_events SELECT event_id, commit_seq FROM main.events;",
-        )?;
+            pg::TEMP_TABLES,
+        ))?;
         for (index, file) in RECORD_FILES.iter().enumerate() {
             let entry = manifest
                 .file(file)
@@ -289,10 +318,25 @@ impl Importer<'_> {
             }
             .into());
         }
-        self.conn
-            .execute("UPDATE commit_state SET commit_seq = ?1 WHERE id = 1", [self.next_seq])?;
-        reindex::rebuild_in_transaction(self.conn, self.blobs)?;
-        let report = verify::verify(self.conn, self.blobs.root())?;
+        self.db.execute(
+            "UPDATE commit_state SET commit_seq = ?1 WHERE id = 1",
+            &[&self.next_seq],
+        )?;
+        let report = match (self.db, self.blobs) {
+            (Db::Sqlite(conn), Some(blobs)) => {
+                reindex::rebuild_in_transaction(conn, blobs)?;
+                verify::verify(conn, blobs.root())?
+            }
+            (Db::Postgres(conn), None) => {
+                pg::index_new_revisions(conn)?;
+                verify::pg::verify(conn)?
+            }
+            _ => {
+                return Err(StoreError::Internal(
+                    "an import's blob store does not match its database".to_owned(),
+                ));
+            }
+        };
         if !report.is_ok() {
             return Err(ArchiveError::Malformed(format!(
                 "the imported store would not verify: {}",
@@ -301,8 +345,10 @@ impl Importer<'_> {
             .into());
         }
         self.report.last_commit_seq = self.next_seq;
-        self.conn
-            .execute_batch("DROP TABLE temp.import_seq; DROP TABLE temp.import_events;")?;
+        self.db.batch(self.db.pick(
+            "DROP TABLE temp.import_seq; DROP TABLE temp.import_events;",
+            "DROP TABLE pg_temp.import_seq; DROP TABLE pg_temp.import_events;",
+        ))?;
         Ok(self.report.clone())
     }
 
@@ -376,6 +422,9 @@ impl Importer<'_> {
         }
         .map_err(|error| match error {
             StoreError::Sqlite(e) => ArchiveError::Malformed(format!("{} line {number}: {e}", file.name)).into(),
+            StoreError::Postgres(e) if pg::is_record_error(&e) => {
+                ArchiveError::Malformed(format!("{} line {number}: {e}", file.name)).into()
+            }
             other => other,
         })?;
         match outcome {
@@ -394,22 +443,19 @@ impl Importer<'_> {
 
     /// The store's `commit_seq` for an archive `commit_seq`.
     fn seq(&self, old: i64, what: &str) -> StoreResult<i64> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT new FROM temp.import_seq WHERE old = ?1")?;
-        stmt.query_row([old], |r| r.get(0)).optional()?.ok_or_else(|| {
-            ArchiveError::Malformed(format!(
-                "{what} names commit_seq {old}, which no event in the archive has"
-            ))
-            .into()
-        })
+        self.db
+            .query_opt("SELECT new FROM import_seq WHERE old = ?1", &[&old], |r| r.get(0))?
+            .ok_or_else(|| {
+                ArchiveError::Malformed(format!(
+                    "{what} names commit_seq {old}, which no event in the archive has"
+                ))
+                .into()
+            })
     }
 
     fn map_seq(&self, old: i64, new: i64) -> StoreResult<()> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("INSERT INTO temp.import_seq (old, new) VALUES (?1, ?2)")?;
-        stmt.execute([old, new])?;
+        self.db
+            .execute("INSERT INTO import_seq (old, new) VALUES (?1, ?2)", &[&old, &new])?;
         Ok(())
     }
 }

@@ -8,7 +8,7 @@
 //!
 //! **Invariant:** a row read here and written back by the importer reads identically.
 
-use rusqlite::{Connection, OptionalExtension, Row};
+use crate::store::db::{Db, Param, Row};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -38,7 +38,7 @@ impl OwnerRecord {
         }
     }
 
-    fn read(r: &Row<'_>, first: usize) -> rusqlite::Result<OwnerRecord> {
+    fn read(r: &Row<'_>, first: usize) -> StoreResult<OwnerRecord> {
         Ok(OwnerRecord {
             workspace_id: r.get(first)?,
             project_id: r.get(first + 1)?,
@@ -242,7 +242,7 @@ fn stored_json(text: String) -> Value {
 pub const EVENT_SELECT: &str = "SELECT e.commit_seq, e.event_id, e.event_type, e.entity_type, e.entity_id, e.revision_id, \
      e.actor, e.payload_json, e.created_at FROM events e";
 
-pub fn event(r: &Row<'_>) -> rusqlite::Result<EventRecord> {
+pub fn event(r: &Row<'_>) -> StoreResult<EventRecord> {
     Ok(EventRecord {
         commit_seq: r.get(0)?,
         event_id: r.get(1)?,
@@ -259,7 +259,7 @@ pub fn event(r: &Row<'_>) -> rusqlite::Result<EventRecord> {
 pub const ARTIFACT_SELECT: &str = "SELECT a.id, a.workspace_id, a.project_id, a.task_id, a.component, a.kind, \
      a.current_revision_id, a.status, a.created_at, a.updated_at, a.forgotten_reason FROM artifacts a";
 
-pub fn artifact(r: &Row<'_>) -> rusqlite::Result<ArtifactRecord> {
+pub fn artifact(r: &Row<'_>) -> StoreResult<ArtifactRecord> {
     Ok(ArtifactRecord {
         artifact_id: r.get(0)?,
         context: OwnerRecord::read(r, 1)?,
@@ -277,7 +277,7 @@ pub const ARTIFACT_REVISION_SELECT: &str = "SELECT r.id, r.artifact_id, r.revisi
      r.blob_hash, r.blob_size, r.body_indexed, r.provenance_json, r.actor, r.created_at, r.commit_seq, r.purged, \
      r.inline_blob, r.inline_encoding FROM artifact_revisions r";
 
-pub fn artifact_revision(r: &Row<'_>) -> rusqlite::Result<ArtifactRevisionRecord> {
+pub fn artifact_revision(r: &Row<'_>) -> StoreResult<ArtifactRevisionRecord> {
     Ok(ArtifactRevisionRecord {
         revision_id: r.get(0)?,
         artifact_id: r.get(1)?,
@@ -285,7 +285,7 @@ pub fn artifact_revision(r: &Row<'_>) -> rusqlite::Result<ArtifactRevisionRecord
         title: r.get(3)?,
         media_type: r.get(4)?,
         blob_hash: r.get(5)?,
-        size_bytes: r.get::<_, i64>(6)?.max(0) as u64,
+        size_bytes: r.get::<i64>(6)?.max(0) as u64,
         body_indexed: r.get(7)?,
         provenance: stored_json(r.get(8)?),
         actor: r.get(9)?,
@@ -299,15 +299,15 @@ pub const CLAIM_SELECT: &str = "SELECT c.id, c.workspace_id, c.project_id, c.tas
      c.current_revision_id, c.status, c.valid_from, c.valid_until, c.created_at, c.updated_at, c.retraction_reason \
      FROM claims c";
 
-pub fn claim(r: &Row<'_>) -> rusqlite::Result<ClaimRecord> {
+pub fn claim(r: &Row<'_>) -> StoreResult<ClaimRecord> {
     Ok(ClaimRecord {
         claim_id: r.get(0)?,
         context: OwnerRecord::read(r, 1)?,
         claim_type: r.get(5)?,
         current_revision_id: r.get(6)?,
         status: r.get(7)?,
-        valid_from: r.get::<_, Option<String>>(8)?.map(wire_time),
-        valid_until: r.get::<_, Option<String>>(9)?.map(wire_time),
+        valid_from: r.get::<Option<String>>(8)?.map(wire_time),
+        valid_until: r.get::<Option<String>>(9)?.map(wire_time),
         created_at: wire_time(r.get(10)?),
         updated_at: wire_time(r.get(11)?),
         retraction_reason: r.get(12)?,
@@ -317,7 +317,7 @@ pub fn claim(r: &Row<'_>) -> rusqlite::Result<ClaimRecord> {
 pub const CLAIM_REVISION_SELECT: &str = "SELECT r.id, r.claim_id, r.revision_number, r.statement, r.confidence, \
      r.evidence_json, r.actor, r.created_at, r.commit_seq, r.purged FROM claim_revisions r";
 
-pub fn claim_revision(r: &Row<'_>) -> rusqlite::Result<ClaimRevisionRecord> {
+pub fn claim_revision(r: &Row<'_>) -> StoreResult<ClaimRevisionRecord> {
     Ok(ClaimRevisionRecord {
         revision_id: r.get(0)?,
         claim_id: r.get(1)?,
@@ -336,7 +336,7 @@ pub const RELATION_SELECT: &str = "SELECT rel.id, rel.source_type, rel.source_id
      rel.target_id, rel.metadata_json, rel.workspace_id, rel.project_id, rel.task_id, rel.component, rel.created_at, \
      rel.commit_seq FROM relations rel";
 
-pub fn relation(r: &Row<'_>) -> rusqlite::Result<RelationRecord> {
+pub fn relation(r: &Row<'_>) -> StoreResult<RelationRecord> {
     Ok(RelationRecord {
         relation_id: r.get(0)?,
         source_type: r.get(1)?,
@@ -355,7 +355,7 @@ pub const CONFLICT_CASE_SELECT: &str = "SELECT cc.case_id, cc.relation_id, cc.so
      cc.target_claim_id, cc.target_revision_id, cc.state, cc.state_reason, cc.opened_at, cc.updated_at, \
      cc.opened_commit_seq FROM conflict_cases cc";
 
-pub fn conflict_case(r: &Row<'_>) -> rusqlite::Result<ConflictCaseRecord> {
+pub fn conflict_case(r: &Row<'_>) -> StoreResult<ConflictCaseRecord> {
     Ok(ConflictCaseRecord {
         case_id: r.get(0)?,
         relation_id: r.get(1)?,
@@ -374,7 +374,7 @@ pub fn conflict_case(r: &Row<'_>) -> rusqlite::Result<ConflictCaseRecord> {
 pub const CONFLICT_EVENT_SELECT: &str = "SELECT ce.event_id, ce.case_id, ce.event_type, ce.source_revision_id, \
      ce.target_revision_id, ce.reason, ce.operation_commit_seq, ce.created_at FROM conflict_events ce";
 
-pub fn conflict_event(r: &Row<'_>) -> rusqlite::Result<ConflictEventRecord> {
+pub fn conflict_event(r: &Row<'_>) -> StoreResult<ConflictEventRecord> {
     Ok(ConflictEventRecord {
         event_id: r.get(0)?,
         case_id: r.get(1)?,
@@ -390,7 +390,7 @@ pub fn conflict_event(r: &Row<'_>) -> rusqlite::Result<ConflictEventRecord> {
 pub const REPLAY_SELECT: &str =
     "SELECT i.scoped_key, i.request_hash, i.operation, i.replay_json, i.commit_seq, i.created_at FROM idempotency i";
 
-pub fn replay(r: &Row<'_>) -> rusqlite::Result<ReplayRecord> {
+pub fn replay(r: &Row<'_>) -> StoreResult<ReplayRecord> {
     Ok(ReplayRecord {
         scoped_key: r.get(0)?,
         request_hash: r.get(1)?,
@@ -405,7 +405,7 @@ pub const TOMBSTONE_SELECT: &str = "SELECT p.entity_type, p.entity_id, p.reason,
      p.task_id, p.component, p.purged_at, p.commit_seq, p.citing_json, p.erasure_json FROM purges p";
 
 /// A tombstone row without its revisions (see [`tombstone_revisions`]).
-pub fn tombstone(r: &Row<'_>) -> rusqlite::Result<TombstoneRecord> {
+pub fn tombstone(r: &Row<'_>) -> StoreResult<TombstoneRecord> {
     Ok(TombstoneRecord {
         entity_type: r.get(0)?,
         entity_id: r.get(1)?,
@@ -421,27 +421,30 @@ pub fn tombstone(r: &Row<'_>) -> rusqlite::Result<TombstoneRecord> {
 }
 
 /// The erased revisions of one tombstone, oldest first.
-pub fn tombstone_revisions(conn: &Connection, entity_id: &str) -> StoreResult<Vec<PurgedRevisionRecord>> {
-    Ok(crate::store::tombstone::revisions(conn, entity_id)?
-        .into_iter()
-        .map(|r| PurgedRevisionRecord {
-            revision_id: r.revision_id,
-            revision_number: r.revision_number,
-            size_bytes: r.size_bytes,
-            blake3: r.blake3,
-            erased_fields: r.erased_fields,
-        })
-        .collect())
+pub fn tombstone_revisions(db: Db<'_>, entity_id: &str) -> StoreResult<Vec<PurgedRevisionRecord>> {
+    db.query_all(
+        "SELECT revision_id, revision_number, size_bytes, blake3, erased_fields FROM purged_revisions
+         WHERE entity_id = ?1 ORDER BY revision_number",
+        &[&entity_id],
+        |r| {
+            Ok(PurgedRevisionRecord {
+                revision_id: r.get(0)?,
+                revision_number: r.get(1)?,
+                size_bytes: r.get::<i64>(2)?.max(0) as u64,
+                blake3: r.get(3)?,
+                erased_fields: r.get(4)?,
+            })
+        },
+    )
 }
 
 /// Reads one record by its key with `select` + `WHERE <key> = ?1`.
 pub fn one<T>(
-    conn: &Connection,
+    db: Db<'_>,
     select: &str,
     key: &str,
-    id: impl rusqlite::ToSql,
-    map: fn(&Row<'_>) -> rusqlite::Result<T>,
+    id: &dyn Param,
+    map: fn(&Row<'_>) -> StoreResult<T>,
 ) -> StoreResult<Option<T>> {
-    let mut stmt = conn.prepare_cached(&format!("{select} WHERE {key} = ?1"))?;
-    Ok(stmt.query_row([id], map).optional()?)
+    db.query_opt(&format!("{select} WHERE {key} = ?1"), &[id], map)
 }
