@@ -74,6 +74,9 @@ pub(crate) fn create(
     destination: &Path,
     hook: &mut dyn FnMut(Stage) -> StoreResult<()>,
 ) -> StoreResult<BackupReport> {
+    if let super::Backend::Postgres(pg) = &store.inner.backend {
+        return archive::create(store, pg, destination);
+    }
     let parent = check_destination(store, destination)?;
     let staging = tempfile::Builder::new()
         .prefix(STAGING_PREFIX)
@@ -341,5 +344,6 @@ pub(crate) fn publish(staging: &Path, destination: &Path) -> StoreResult<()> {
     }
 }
 
+mod archive;
 #[cfg(test)]
 mod tests;

@@ -108,14 +108,22 @@ pub struct ExportArgs {
     #[arg(long)]
     reason: Option<String>,
     /// The data directory to export (default: the resolved data directory).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "store")]
     data_dir: Option<PathBuf>,
+    /// Export the PostgreSQL store at this postgres:// URL instead of the embedded store
+    /// (default without --data-dir: `[store] url` of the config file, as `memoree serve`).
+    #[arg(long)]
+    store: Option<String>,
 }
 
 pub(crate) fn export(args: ExportArgs, _global: &GlobalArgs) -> CliResult<Response> {
     let request_id = RequestId::generate();
     let at = |e: CliError| e.at(request_id.clone());
-    let data_dir = data_dir(args.data_dir).map_err(at)?;
+    let store_url = store_url(args.store, args.data_dir.is_some()).map_err(at)?;
+    let data_dir = match store_url {
+        Some(_) => PathBuf::new(),
+        None => data_dir(args.data_dir).map_err(at)?,
+    };
     let dest = absolute(&args.dest).map_err(at)?;
     let scope = if args.all {
         Scope::All
@@ -138,7 +146,15 @@ pub(crate) fn export(args: ExportArgs, _global: &GlobalArgs) -> CliResult<Respon
             reason: args.reason,
         }
     };
-    let report = export::export(&data_dir, &dest, &scope, true).map_err(|e| at(ServiceError::Store(e).into()))?;
+    let exported = match store_url {
+        Some(url) => crate::store::pg::PgStore::open(&url).and_then(|store| {
+            let report = export::export_postgres(&store, &dest, &scope, true);
+            store.shutdown();
+            report
+        }),
+        None => export::export(&data_dir, &dest, &scope, true),
+    };
+    let report = exported.map_err(|e| at(ServiceError::Store(e).into()))?;
     let manifest = report.manifest;
     let result = ExportResult {
         destination: report.destination.display().to_string(),
@@ -219,6 +235,24 @@ fn local_success<T: serde::Serialize>(request_id: RequestId, result: &T) -> CliR
     let value = serde_json::to_value(result)
         .map_err(|e| CliError::Internal(format!("the result cannot be encoded: {e}")).at(request_id.clone()))?;
     Ok(Response::success(request_id, value))
+}
+
+/// The PostgreSQL store to export: `--store`, else (without `--data-dir`) the config file's
+/// `[store] url`, else none (the embedded store).
+fn store_url(explicit: Option<String>, data_dir_given: bool) -> Result<Option<String>, CliError> {
+    match explicit {
+        Some(url) if crate::store::pg::is_postgres_url(&url) => Ok(Some(url)),
+        Some(_) => Err(CliError::Invalid(
+            "--store must be a postgres:// or postgresql:// URL".to_owned(),
+        )),
+        None if data_dir_given => Ok(None),
+        None => {
+            let config_file = Paths::from_env()?.config_file;
+            Ok(crate::ambient::load_settings(&config_file)
+                .map_err(|e| CliError::Config(e.to_string()))?
+                .store_url)
+        }
+    }
 }
 
 fn data_dir(explicit: Option<PathBuf>) -> Result<PathBuf, CliError> {

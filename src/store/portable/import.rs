@@ -141,7 +141,7 @@ pub fn read_manifest(archive: &Path) -> StoreResult<Manifest> {
 
 /// Every record file exists with its listed size; the blob directory holds exactly the
 /// listed number of well-named files and bytes.
-fn check_files(archive: &Path, manifest: &Manifest) -> StoreResult<()> {
+pub(crate) fn check_files(archive: &Path, manifest: &Manifest) -> StoreResult<()> {
     for entry in &manifest.files {
         let path = archive.join(&entry.name);
         let len = match fs::metadata(&path) {

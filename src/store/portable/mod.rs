@@ -13,6 +13,7 @@
 //! same store twice gives byte-identical files and only the manifest's `created_at`
 //! differs; an import makes nothing visible before the whole archive has been checked.
 
+pub mod check;
 pub mod export;
 pub mod fresh;
 pub mod import;

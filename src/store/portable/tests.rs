@@ -543,3 +543,5 @@ fn an_export_never_holds_purged_content_but_carries_the_tombstone_into_the_impor
     assert!(imported.store().verify().unwrap().is_ok());
     imported.store().shutdown();
 }
+
+mod postgres;
