@@ -1,7 +1,8 @@
 //! Data ownership: `memoree export`, `memoree import`, and `artifact purge` / `claim purge`.
 //!
 //! `export` runs in this process on a read snapshot of the data directory (it works while
-//! a daemon serves the store, and shows progress on stderr when that is a terminal).
+//! a daemon serves the store, and shows progress on stderr when that is a terminal), or of
+//! the PostgreSQL store named by `--store` (or the config's `[store] url`).
 //! `import` sends the `import` extension to the daemon, except with `--data-dir`, which
 //! builds a new store in an absent or empty directory locally, like `backup restore`.
 //! The purges send the `artifact.purge` / `claim.purge` extensions.

@@ -8,6 +8,10 @@
 //! next to the destination; once every file is written the file system is synced and the
 //! staging directory is renamed onto the destination without replacing anything.
 //!
+//! A PostgreSQL store ([`export_postgres`]) is read in one `REPEATABLE READ` snapshot through
+//! the same [`write_archive`], its blobs from the database; the records and their order are
+//! those of an embedded store holding the same memory.
+//!
 //! **Invariant:** the store is only read; the destination either does not exist or holds
 //! a complete archive.
 
