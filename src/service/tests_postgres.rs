@@ -374,3 +374,33 @@ fn a_remote_credential_reaches_only_its_workspaces_on_postgresql_too() {
         "a refusal wrote something: {doctor}"
     );
 }
+
+#[test]
+fn verify_backup_create_and_import_answer_on_postgresql_with_their_usual_results() {
+    let f = front_ends(2);
+    let (a, b) = (&f.services[0], &f.services[1]);
+    put(a, "k1", &"a long line of team memory\n".repeat(1_000));
+    let verified = ok(b, json!({"request_id": "r", "op": "verify", "input": {}}));
+    assert_eq!(verified["ok"], true, "{verified}");
+    assert_eq!(verified["checked_external_blobs"], 1);
+    let scratch = tempfile::tempdir().unwrap();
+    let backup = scratch.path().join("backup");
+    let created = ok(
+        a,
+        json!({"request_id": "r", "op": "backup.create", "input": {"destination": backup.to_str().unwrap()}}),
+    );
+    assert_eq!(created["commit_seq"], 1);
+    assert!(backup.join("manifest.json").is_file());
+    let again = call(
+        a,
+        json!({"request_id": "r", "op": "backup.create", "input": {"destination": backup.to_str().unwrap()}}),
+    );
+    assert_eq!(again.error.unwrap().code, ErrorCode::InvalidRequest);
+    // Merging its own backup changes nothing; the other front end sees the same store.
+    let merged = ok(
+        b,
+        json!({"request_id": "r", "op": "import", "input": {"source": backup.to_str().unwrap(), "mode": "merge"}}),
+    );
+    assert_eq!(merged["last_commit_seq"], 1, "{merged}");
+    assert_eq!(merged["unchanged"]["artifact"], 1, "{merged}");
+}
