@@ -439,6 +439,8 @@ mod tests_graph;
 #[cfg(test)]
 mod tests_postgres;
 #[cfg(test)]
+mod tests_postgres_browse;
+#[cfg(test)]
 mod tests_purge;
 #[cfg(test)]
 mod tests_retrieval;

@@ -318,12 +318,9 @@ fn a_read_ahead_of_every_commit_is_index_not_ready_on_postgresql_too() {
 #[test]
 fn operations_not_yet_on_postgresql_refuse_with_a_clear_internal_error_and_write_nothing() {
     let f = front_ends(1);
-    put(&f.services[0], "k", "something to list");
-    let listed = call(
-        &f.services[0],
-        json!({"request_id": "r", "op": "artifact.list", "context": context(), "input": {}}),
-    );
-    let error = listed.error.unwrap();
+    put(&f.services[0], "k", "something to reindex");
+    let reindexed = call(&f.services[0], json!({"request_id": "r", "op": "reindex", "input": {}}));
+    let error = reindexed.error.unwrap();
     assert_eq!(error.code, ErrorCode::InternalError);
     assert!(error.message.contains("PostgreSQL"), "{}", error.message);
 }

@@ -5,13 +5,11 @@
 //! visible when the artifact, claim or relation it is about is. Filters are bound
 //! parameters; no caller text is spliced into SQL. **Invariant:** nothing here writes.
 
-use rusqlite::types::Value as SqlValue;
-use rusqlite::{Connection, params_from_iter};
-
 use super::artifact::{self, ArtifactRow};
 use super::claim::{self, ClaimRow, PRESENTED_STATUS};
+use super::db::{Db, Param, Row, Value as SqlValue};
 use super::error::StoreResult;
-use super::scope::{self, Owner, owner_from_row};
+use super::scope::{self, Owner, owner_from_db_row};
 use crate::protocol::Horizon;
 use crate::protocol::artifact::ArtifactStatus;
 use crate::protocol::browse::{EventEntityType, TemporalState};
@@ -98,7 +96,7 @@ impl Clauses {
 
     fn joined(&self) -> String {
         if self.sql.is_empty() {
-            "1".to_owned()
+            "TRUE".to_owned()
         } else {
             self.sql.join(" AND ")
         }
@@ -107,20 +105,19 @@ impl Clauses {
 
 /// Runs a page query (`LIMIT ?` last) and a count query over the same filters.
 fn page_of<T>(
-    conn: &Connection,
+    db: Db<'_>,
     select: &str,
     count: Option<&str>,
     clauses: &Clauses,
     page: &Page<'_>,
     cursor_column: &str,
-    map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    map: impl FnMut(&Row<'_>) -> StoreResult<T>,
 ) -> StoreResult<Listed<T>> {
     let total = match count {
         Some(count) => {
             let sql = format!("{count} WHERE {}", clauses.joined());
-            let total: i64 = conn
-                .prepare_cached(&sql)?
-                .query_row(params_from_iter(clauses.params.iter()), |r| r.get(0))?;
+            let params: Vec<&dyn Param> = clauses.params.iter().map(|p| p as &dyn Param).collect();
+            let total: i64 = db.query_one(&sql, &params, |r| r.get(0))?;
             total as u64
         }
         None => 0,
@@ -133,17 +130,18 @@ fn page_of<T>(
     }
     params.push(SqlValue::Integer(page.limit as i64 + 1));
     let sql = format!("{select} WHERE {where_sql} ORDER BY {cursor_column} DESC LIMIT ?");
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let mut rows = stmt
-        .query_map(params_from_iter(params), map)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut rows = db.query_values(&sql, &params, map)?;
     let more = rows.len() > page.limit;
     rows.truncate(page.limit);
     Ok(Listed { rows, more, total })
 }
 
 /// Current revisions of the artifacts visible at the page's horizon.
-pub fn artifacts(conn: &Connection, filter: &ArtifactFilter<'_>, page: &Page<'_>) -> StoreResult<Listed<ArtifactRow>> {
+pub fn artifacts<'c>(
+    db: impl Into<Db<'c>>,
+    filter: &ArtifactFilter<'_>,
+    page: &Page<'_>,
+) -> StoreResult<Listed<ArtifactRow>> {
     let mut clauses = Clauses::default();
     clauses.visible("a", page);
     if let Some(kind) = filter.kind {
@@ -157,19 +155,20 @@ pub fn artifacts(conn: &Connection, filter: &ArtifactFilter<'_>, page: &Page<'_>
         artifact::COLUMNS
     );
     page_of(
-        conn,
+        db.into(),
         &select,
         Some("SELECT COUNT(*) FROM artifacts a"),
         &clauses,
         page,
         "r.commit_seq",
-        artifact::row,
+        artifact::db_row,
     )
 }
 
 /// Claim revisions visible at the page's horizon: one current revision per claim, or every
 /// matching revision.
-pub fn claims(conn: &Connection, filter: &ClaimFilter<'_>, page: &Page<'_>) -> StoreResult<Listed<ClaimRow>> {
+pub fn claims<'c>(db: impl Into<Db<'c>>, filter: &ClaimFilter<'_>, page: &Page<'_>) -> StoreResult<Listed<ClaimRow>> {
+    let db = db.into();
     let mut clauses = Clauses::default();
     clauses.visible("c", page);
     if let Some(claim_type) = filter.claim_type {
@@ -193,16 +192,26 @@ pub fn claims(conn: &Connection, filter: &ClaimFilter<'_>, page: &Page<'_>) -> S
     let mut cites = Vec::new();
     let mut cite_params = Vec::new();
     if let Some(artifact_id) = filter.cites_artifact_id {
-        cites.push("json_extract(e.value, '$.artifact_id') = ?");
+        cites.push(db.pick(
+            "json_extract(e.value, '$.artifact_id') = ?",
+            "e.value ->> 'artifact_id' = ?",
+        ));
         cite_params.push(SqlValue::Text(artifact_id.to_owned()));
     }
     if let Some(revision_id) = filter.cites_revision_id {
-        cites.push("json_extract(e.value, '$.revision_id') = ?");
+        cites.push(db.pick(
+            "json_extract(e.value, '$.revision_id') = ?",
+            "e.value ->> 'revision_id' = ?",
+        ));
         cite_params.push(SqlValue::Text(revision_id.to_owned()));
     }
     if !cites.is_empty() {
         clauses.sql.push(format!(
-            "EXISTS (SELECT 1 FROM json_each(r.evidence_json) e WHERE {})",
+            "EXISTS (SELECT 1 FROM {} WHERE {})",
+            db.pick(
+                "json_each(r.evidence_json) e",
+                "jsonb_array_elements(CAST(r.evidence_json AS jsonb)) e(value)"
+            ),
             cites.join(" AND ")
         ));
         clauses.params.extend(cite_params);
@@ -215,11 +224,11 @@ pub fn claims(conn: &Connection, filter: &ClaimFilter<'_>, page: &Page<'_>) -> S
     let from = format!("FROM claims c JOIN claim_revisions r ON {join}");
     let select = format!("SELECT {} {from}", claim::columns());
     let count = format!("SELECT COUNT(*) {from}");
-    page_of(conn, &select, Some(&count), &clauses, page, "r.commit_seq", claim::row)
+    page_of(db, &select, Some(&count), &clauses, page, "r.commit_seq", claim::db_row)
 }
 
 /// Events about entities visible at the page's horizon.
-pub fn events(conn: &Connection, filter: &EventFilter<'_>, page: &Page<'_>) -> StoreResult<Listed<EventRow>> {
+pub fn events<'c>(db: impl Into<Db<'c>>, filter: &EventFilter<'_>, page: &Page<'_>) -> StoreResult<Listed<EventRow>> {
     let mut clauses = Clauses::default();
     clauses.visible("o", page);
     if let Some(entity_type) = filter.entity_type {
@@ -241,7 +250,7 @@ pub fn events(conn: &Connection, filter: &EventFilter<'_>, page: &Page<'_>) -> S
             LEFT JOIN claims c ON e.entity_type = 'claim' AND c.id = e.entity_id
             LEFT JOIN relations l ON e.entity_type = 'relation' AND l.id = e.entity_id
          ) o";
-    page_of(conn, select, None, &clauses, page, "o.commit_seq", |r| {
+    page_of(db.into(), select, None, &clauses, page, "o.commit_seq", |r| {
         Ok(EventRow {
             commit_seq: r.get(0)?,
             event_id: r.get(1)?,
@@ -252,7 +261,7 @@ pub fn events(conn: &Connection, filter: &EventFilter<'_>, page: &Page<'_>) -> S
             actor: r.get(6)?,
             payload_json: r.get(7)?,
             created_at: r.get(8)?,
-            owner: owner_from_row(r, 9)?,
+            owner: owner_from_db_row(r, 9)?,
         })
     })
 }

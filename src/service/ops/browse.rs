@@ -37,7 +37,7 @@ pub(super) fn artifact_list(service: &Service, call: &Call, input: ArtifactListI
         kind: input.kind.as_deref(),
         status: input.status,
     };
-    let listed = service.store().read(|conn| browse::artifacts(conn, &filter, &page))?;
+    let listed = service.store().read_db(|db| browse::artifacts(db, &filter, &page))?;
     let records = listed.rows.iter().map(|row| artifact_record(row, None)).collect();
     let (artifacts, truncated) = cap_page(records, listed.more, MAX_PAGE_BYTES)?;
     let next_before_commit_seq = truncated
@@ -83,7 +83,7 @@ pub(super) fn claim_list(service: &Service, call: &Call, input: ClaimListInput) 
         cites_revision_id: input.cites_revision_id.as_deref(),
         all_revisions: input.revisions == RevisionSelection::All,
     };
-    let listed = service.store().read(|conn| browse::claims(conn, &filter, &page))?;
+    let listed = service.store().read_db(|db| browse::claims(db, &filter, &page))?;
     let items = listed
         .rows
         .iter()
@@ -128,7 +128,7 @@ pub(super) fn event_list(service: &Service, call: &Call, input: EventListInput) 
         entity_type: input.entity_type,
         entity_id: input.entity_id.as_deref(),
     };
-    let listed = service.store().read(|conn| browse::events(conn, &filter, &page))?;
+    let listed = service.store().read_db(|db| browse::events(db, &filter, &page))?;
     let records = listed
         .rows
         .iter()
