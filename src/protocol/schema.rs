@@ -7,9 +7,9 @@
 //! stay with the service.
 //!
 //! Two validators, one set of messages. Requests and operation inputs, on every request
-//! path, are checked by [`shape`], a direct reading of the few keywords those schemas use.
+//! path, are checked by `schema/shape.rs`, a direct reading of the few keywords those schemas use.
 //! Results and responses, which only the tests and the conformance runner check, go
-//! through the `jsonschema` crate; the tests also hold [`shape`] to it on every input schema
+//! through the `jsonschema` crate; the tests also hold `shape` to it on every input schema
 //! (`shape_agrees_with_jsonschema_*`). Why two: building a `jsonschema` validator first
 //! compiles the 2020-12 meta-schema (its vocabularies, regular expressions and all), which
 //! the crate offers no way to skip; in the daemon that was 1.1 MiB of the idle RSS (0.6 MiB
