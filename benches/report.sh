@@ -89,6 +89,11 @@ human() {
     done | sort -t$'\t' -k2,2n -s | awk -F'\t' '{
         verdict = $7 == "PASS" ? "pass" : ($7 == "FAIL" ? "**FAIL**" : "reported");
         printf "| %s | %s | %s | %s | %s | %s |\n", $2, $3, $4, $5, $6, verdict }'
+    if [ -s benches/history.md ]; then
+        # Hand-kept before/after records (each names its commits and conditions).
+        echo
+        cat benches/history.md
+    fi
     echo
     echo "## Bench summaries"
     for bench in $benches; do

@@ -1,10 +1,19 @@
 //! The hand-written JSON Schemas of protocol v1 (`spec/v1/schema/`), embedded at compile time,
 //! the bundle the `schema` operation returns, and validation against them.
 //!
-//! The schema files are the contract; nothing here derives them from Rust types. Validators
-//! are compiled once on first use. Validation checks shape only: types, enums, integer
-//! ranges, required and unknown fields. Blank strings, byte lengths, content size, base64
-//! decoding, timestamps and cross-field rules stay with the service.
+//! The schema files are the contract; nothing here derives them from Rust types. Validation
+//! checks shape only: types, enums, integer ranges, required and unknown fields. Blank
+//! strings, byte lengths, content size, base64 decoding, timestamps and cross-field rules
+//! stay with the service.
+//!
+//! Two validators, one set of messages. Requests and operation inputs, on every request
+//! path, are checked by `schema/shape.rs`, a direct reading of the few keywords those schemas use.
+//! Results and responses, which only the tests and the conformance runner check, go
+//! through the `jsonschema` crate; the tests also hold `shape` to it on every input schema
+//! (`shape_agrees_with_jsonschema_*`). Why two: building a `jsonschema` validator first
+//! compiles the 2020-12 meta-schema (its vocabularies, regular expressions and all), which
+//! the crate offers no way to skip; in the daemon that was 1.1 MiB of the idle RSS (0.6 MiB
+//! heap, the rest mapped code) spent checking constant, embedded schemas.
 
 use std::fmt;
 use std::sync::{LazyLock, OnceLock};
@@ -15,6 +24,8 @@ use jsonschema::{ValidationError, Validator};
 use serde_json::{Map, Value, json};
 
 use super::Operation;
+
+mod shape;
 
 /// Version of the bundle layout returned by the `schema` operation.
 pub const SCHEMA_BUNDLE_VERSION: u32 = 1;
@@ -116,21 +127,29 @@ fn compile(schema: &Value, formats: bool) -> Validator {
         .expect("embedded schemas compile (see tests)")
 }
 
-/// Each validator is compiled on its first use, so a daemon holds only those its requests
-/// need (result and response validators serve the tests).
+/// Result and response validators (the `jsonschema` crate), each compiled on its first use.
+/// They serve the tests and the conformance runner: no request path compiles one.
 struct Compiled {
-    request: OnceLock<Validator>,
     response: OnceLock<Validator>,
     /// Indexed like `Operation::ALL`.
-    inputs: Vec<OnceLock<Validator>>,
     results: Vec<OnceLock<Validator>>,
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| Compiled {
-    request: OnceLock::new(),
     response: OnceLock::new(),
-    inputs: Operation::ALL.iter().map(|_| OnceLock::new()).collect(),
     results: Operation::ALL.iter().map(|_| OnceLock::new()).collect(),
+});
+
+/// The request and input schemas, parsed on first use, that [`shape`] checks values against.
+struct Shapes {
+    request: OnceLock<Value>,
+    /// Indexed like `Operation::ALL`.
+    inputs: Vec<OnceLock<Value>>,
+}
+
+static SHAPES: LazyLock<Shapes> = LazyLock::new(|| Shapes {
+    request: OnceLock::new(),
+    inputs: Operation::ALL.iter().map(|_| OnceLock::new()).collect(),
 });
 
 static BUNDLE: LazyLock<Value> = LazyLock::new(|| {
@@ -182,10 +201,7 @@ pub fn request_schema_text() -> &'static str {
 
 /// Checks a request envelope's shape. `input` is not inspected; see [`validate_input`].
 pub fn validate_request(envelope: &Value) -> Result<(), SchemaViolation> {
-    check(
-        COMPILED.request.get_or_init(|| compile(&parse(REQUEST_SOURCE), false)),
-        envelope,
-    )
+    shape::check(SHAPES.request.get_or_init(|| parse(REQUEST_SOURCE)), envelope)
 }
 
 /// Checks a response envelope's shape. `result` is not inspected; see [`validate_result`].
@@ -198,8 +214,8 @@ pub fn validate_response(envelope: &Value) -> Result<(), SchemaViolation> {
 
 /// Checks an operation input. Paths in the violation are relative to the input.
 pub fn validate_input(op: Operation, input: &Value) -> Result<(), SchemaViolation> {
-    let validator = COMPILED.inputs[op_index(op)].get_or_init(|| compile(&parse(sources(op).input), false));
-    check(validator, input)
+    let schema = SHAPES.inputs[op_index(op)].get_or_init(|| parse(sources(op).input));
+    shape::check(schema, input)
 }
 
 /// Checks an operation result against what this implementation promises to return.
@@ -212,18 +228,124 @@ fn check(validator: &Validator, value: &Value) -> Result<(), SchemaViolation> {
     if validator.is_valid(value) {
         return Ok(());
     }
+    let failures: Vec<Failure> = validator.iter_errors(value).map(|e| Failure::from_error(&e)).collect();
+    Err(best_violation(&failures))
+}
+
+/// One way a value fails its schema, in the form both validators produce (the `jsonschema`
+/// crate's errors are converted; [`shape`] builds them directly), so one ranking and one set
+/// of messages serve both.
+#[derive(Clone, Debug)]
+pub(crate) struct Failure {
+    /// Where in the validated value, outermost first.
+    path: Vec<Segment>,
+    /// [`json_type`] of the offending value.
+    found: &'static str,
+    /// [`preview`] of the offending value.
+    preview: String,
+    problem: Problem,
+}
+
+/// One step of a [`Failure`]'s path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Segment {
+    Property(String),
+    Index(usize),
+}
+
+/// What is wrong, with the schema's side already rendered as the messages show it.
+#[derive(Clone, Debug)]
+pub(crate) enum Problem {
+    /// `additionalProperties: false`: the unexpected names.
+    Unknown(Vec<String>),
+    /// `required`: the missing name as JSON (quoted).
+    Missing(String),
+    /// `type`: the allowed type names, the "real" one before `null`.
+    Type(Vec<String>),
+    /// `enum`: the allowed values, comma-separated JSON.
+    Enum(String),
+    /// `const`: the expected value as JSON.
+    Const(String),
+    Minimum(String),
+    Maximum(String),
+    MaxItems(String),
+    MinItems(String),
+    /// `format`: the format's name.
+    Format(String),
+    /// `anyOf` or `oneOf` with no matching branch: each branch's failures.
+    NoBranch(Vec<Vec<Failure>>),
+    /// Anything else, with its full message.
+    Other(String),
+}
+
+impl Failure {
+    /// A failure of `instance` at `path`.
+    pub(crate) fn new(path: Vec<Segment>, instance: &Value, problem: Problem) -> Failure {
+        Failure {
+            path,
+            found: json_type(instance),
+            preview: preview(instance),
+            problem,
+        }
+    }
+
+    fn from_error(error: &ValidationError<'_>) -> Failure {
+        let problem = match error.kind() {
+            ValidationErrorKind::AdditionalProperties { unexpected }
+            | ValidationErrorKind::UnevaluatedProperties { unexpected } => Problem::Unknown(unexpected.clone()),
+            ValidationErrorKind::Required { property } => Problem::Missing(property.to_string()),
+            ValidationErrorKind::Type { kind } => Problem::Type(type_names(kind)),
+            ValidationErrorKind::Enum { options } => Problem::Enum(enum_text(options.as_ref())),
+            ValidationErrorKind::Constant { expected_value } => Problem::Const(expected_value.to_string()),
+            ValidationErrorKind::Minimum { limit } => Problem::Minimum(limit.to_string()),
+            ValidationErrorKind::Maximum { limit } => Problem::Maximum(limit.to_string()),
+            ValidationErrorKind::MaxItems { limit } => Problem::MaxItems(limit.to_string()),
+            ValidationErrorKind::MinItems { limit } => Problem::MinItems(limit.to_string()),
+            ValidationErrorKind::Format { format } => Problem::Format(format.to_string()),
+            ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } => {
+                Problem::NoBranch(
+                    context
+                        .iter()
+                        .map(|branch| branch.iter().map(Failure::from_error).collect())
+                        .collect(),
+                )
+            }
+            _ => Problem::Other(error.to_string()),
+        };
+        let path = error
+            .instance_path()
+            .iter()
+            .map(|segment| match segment {
+                LocationSegment::Property(name) => Segment::Property(name.into_owned()),
+                LocationSegment::Index(index) => Segment::Index(index),
+            })
+            .collect();
+        Failure::new(path, error.instance(), problem)
+    }
+}
+
+/// The allowed values of an `enum`, as its message lists them.
+pub(crate) fn enum_text(options: &Value) -> String {
+    match options {
+        Value::Array(values) => values.iter().map(Value::to_string).collect::<Vec<_>>().join(", "),
+        other => other.to_string(),
+    }
+}
+
+/// The most useful of a value's failures (there is at least one).
+fn best_violation(failures: &[Failure]) -> SchemaViolation {
     let mut candidates = Vec::new();
-    for error in validator.iter_errors(value) {
-        collect(&error, &mut candidates);
+    for failure in failures {
+        collect(failure, &mut candidates);
     }
     let best = candidates.into_iter().min_by(|a, b| a.key().cmp(&b.key()));
-    Err(best.map_or_else(
+    best.map_or_else(
         || SchemaViolation {
             path: ROOT_PATH.to_owned(),
             message: "invalid value".to_owned(),
         },
         |candidate| candidate.violation,
-    ))
+    )
 }
 
 /// One reportable error with the facts used to rank it.
@@ -247,137 +369,110 @@ impl Candidate {
     }
 }
 
-/// Turns one validator error into candidates, looking inside `anyOf`/`oneOf` failures for
-/// the branch the value was evidently meant to match.
-fn collect(error: &ValidationError<'_>, out: &mut Vec<Candidate>) {
-    let branches = match error.kind() {
-        ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } => context,
-        _ => {
-            out.push(candidate(error));
-            return;
-        }
+/// Turns one failure into candidates, looking inside `anyOf`/`oneOf` failures for the
+/// branch the value was evidently meant to match.
+fn collect(failure: &Failure, out: &mut Vec<Candidate>) {
+    let Problem::NoBranch(branches) = &failure.problem else {
+        out.push(candidate(failure));
+        return;
     };
-    let here = error.instance_path();
+    let here = &failure.path;
     let meant: Vec<_> = branches
         .iter()
-        .filter(|errors| !errors.iter().any(|e| rules_out_branch(e, here)))
+        .filter(|failures| !failures.iter().any(|f| rules_out_branch(f, here)))
         .collect();
     if meant.is_empty() {
         out.push(Candidate {
             rank: 6,
-            depth: here.iter().count(),
+            depth: here.len(),
             violation: SchemaViolation {
                 path: field_path(here),
-                message: no_branch_message(error.instance(), branches),
+                message: no_branch_message(failure, branches),
             },
         });
     } else {
-        for error in meant.into_iter().flatten() {
-            collect(error, out);
+        for failure in meant.into_iter().flatten() {
+            collect(failure, out);
         }
     }
 }
 
 /// A branch whose type (or `const` tag one level down) does not match was not the one the
 /// caller meant; its other complaints would only confuse.
-fn rules_out_branch(error: &ValidationError<'_>, combinator: &jsonschema::paths::Location) -> bool {
-    let depth = |location: &jsonschema::paths::Location| location.iter().count();
-    match error.kind() {
-        ValidationErrorKind::Type { .. } => error.instance_path() == combinator,
-        ValidationErrorKind::Constant { .. } => {
-            let path = error.instance_path();
-            depth(path) == depth(combinator) + 1 && path.as_str().starts_with(&format!("{}/", combinator.as_str()))
-        }
+fn rules_out_branch(failure: &Failure, combinator: &[Segment]) -> bool {
+    match failure.problem {
+        Problem::Type(_) => failure.path == combinator,
+        Problem::Const(_) => failure.path.len() == combinator.len() + 1 && failure.path.starts_with(combinator),
         _ => false,
     }
 }
 
-fn no_branch_message(instance: &Value, branches: &[Vec<ValidationError<'static>>]) -> String {
-    let mut expected: Vec<String> = Vec::new();
-    for error in branches.iter().flatten() {
-        let names = match error.kind() {
-            ValidationErrorKind::Type { kind } => type_names(kind),
-            ValidationErrorKind::Constant { expected_value } => vec![expected_value.to_string()],
-            _ => Vec::new(),
+fn no_branch_message(failure: &Failure, branches: &[Vec<Failure>]) -> String {
+    let mut expected: Vec<&str> = Vec::new();
+    for branch_failure in branches.iter().flatten() {
+        let names: &[String] = match &branch_failure.problem {
+            Problem::Type(names) => names,
+            Problem::Const(value) => std::slice::from_ref(value),
+            _ => &[],
         };
         for name in names {
-            if !expected.contains(&name) {
+            if !expected.contains(&name.as_str()) {
                 expected.push(name);
             }
         }
     }
     if expected.is_empty() {
-        format!("{} does not match any allowed form", preview(instance))
+        format!("{} does not match any allowed form", failure.preview)
     } else {
-        format!("expected {}, found {}", expected.join(" or "), json_type(instance))
+        format!("expected {}, found {}", expected.join(" or "), failure.found)
     }
 }
 
-fn candidate(error: &ValidationError<'_>) -> Candidate {
-    let instance = error.instance();
-    let (rank, message) = match error.kind() {
-        ValidationErrorKind::AdditionalProperties { unexpected }
-        | ValidationErrorKind::UnevaluatedProperties { unexpected } => {
+fn candidate(failure: &Failure) -> Candidate {
+    let preview = &failure.preview;
+    let (rank, message) = match &failure.problem {
+        Problem::Unknown(unexpected) => {
             let mut names = unexpected.clone();
             names.sort();
             let quoted: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
             let noun = if names.len() == 1 { "field" } else { "fields" };
             (0, format!("unknown {noun} {}", quoted.join(", ")))
         }
-        ValidationErrorKind::Required { property } => (1, format!("missing field {property}")),
-        ValidationErrorKind::Type { kind } => (
-            2,
-            format!(
-                "expected {}, found {}",
-                type_names(kind).join(" or "),
-                json_type(instance)
-            ),
-        ),
-        ValidationErrorKind::Enum { options } => {
-            let allowed = match options.as_ref() {
-                Value::Array(values) => values.iter().map(Value::to_string).collect::<Vec<_>>().join(", "),
-                other => other.to_string(),
-            };
-            (3, format!("{} is not one of {allowed}", preview(instance)))
-        }
-        ValidationErrorKind::Constant { expected_value } => {
-            (3, format!("expected {expected_value}, found {}", preview(instance)))
-        }
-        ValidationErrorKind::Minimum { limit } => {
-            (4, format!("{} is less than the minimum of {limit}", preview(instance)))
-        }
-        ValidationErrorKind::Maximum { limit } => (
-            4,
-            format!("{} is greater than the maximum of {limit}", preview(instance)),
-        ),
-        ValidationErrorKind::MaxItems { limit } => (4, format!("has more than {limit} items")),
-        ValidationErrorKind::MinItems { limit } => (4, format!("has fewer than {limit} items")),
-        ValidationErrorKind::Format { format } => (5, format!("{} is not a valid {format}", preview(instance))),
-        _ => (5, error.to_string()),
+        Problem::Missing(property) => (1, format!("missing field {property}")),
+        Problem::Type(names) => (2, format!("expected {}, found {}", names.join(" or "), failure.found)),
+        Problem::Enum(allowed) => (3, format!("{preview} is not one of {allowed}")),
+        Problem::Const(expected) => (3, format!("expected {expected}, found {preview}")),
+        Problem::Minimum(limit) => (4, format!("{preview} is less than the minimum of {limit}")),
+        Problem::Maximum(limit) => (4, format!("{preview} is greater than the maximum of {limit}")),
+        Problem::MaxItems(limit) => (4, format!("has more than {limit} items")),
+        Problem::MinItems(limit) => (4, format!("has fewer than {limit} items")),
+        Problem::Format(format) => (5, format!("{preview} is not a valid {format}")),
+        Problem::Other(message) => (5, message.clone()),
+        // `collect` looks inside the branches; this is only the fallback.
+        Problem::NoBranch(_) => (6, format!("{preview} does not match any allowed form")),
     };
-    let location = error.instance_path();
     Candidate {
         rank,
-        depth: location.iter().count(),
+        depth: failure.path.len(),
         violation: SchemaViolation {
-            path: field_path(location),
+            path: field_path(&failure.path),
             message,
         },
     }
 }
 
-/// `a.b[2].c` for the JSON pointer `/a/b/2/c`; `(root)` for the empty pointer.
-fn field_path(location: &jsonschema::paths::Location) -> String {
+/// `a.b[2].c` for the path `/a/b/2/c`; `(root)` for the empty path.
+fn field_path(segments: &[Segment]) -> String {
     let mut path = String::new();
-    for segment in location.iter() {
+    for segment in segments {
         match segment {
-            LocationSegment::Property(name) => {
+            Segment::Property(name) => {
                 if !path.is_empty() {
                     path.push('.');
                 }
-                path.push_str(&name);
+                path.push_str(name);
             }
-            LocationSegment::Index(index) => path.push_str(&format!("[{index}]")),
+            Segment::Index(index) => path.push_str(&format!("[{index}]")),
         }
     }
     if path.is_empty() { ROOT_PATH.to_owned() } else { path }
@@ -386,16 +481,17 @@ fn field_path(location: &jsonschema::paths::Location) -> String {
 fn type_names(kind: &TypeKind) -> Vec<String> {
     match kind {
         TypeKind::Single(single) => vec![single.to_string()],
-        TypeKind::Multiple(set) => {
-            // Name the "real" type first: "number or null" rather than "null or number".
-            let mut names: Vec<String> = set.iter().map(|t| t.to_string()).collect();
-            names.sort_by_key(|name| name == "null");
-            names
-        }
+        TypeKind::Multiple(set) => sorted_type_names(set.iter().map(|t| t.to_string()).collect()),
     }
 }
 
-fn json_type(value: &Value) -> &'static str {
+/// Names the "real" type first: "number or null" rather than "null or number".
+pub(crate) fn sorted_type_names(mut names: Vec<String>) -> Vec<String> {
+    names.sort_by_key(|name| name == "null");
+    names
+}
+
+pub(crate) fn json_type(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "boolean",
@@ -410,18 +506,18 @@ fn json_type(value: &Value) -> &'static str {
 /// The value as compact JSON, shortened so a huge string cannot flood the message.
 fn preview(value: &Value) -> String {
     const MAX_CHARS: usize = 64;
-    match value {
-        Value::Array(_) | Value::Object(_) => json_type(value).to_owned(),
-        _ => {
-            let text = value.to_string();
-            if text.chars().count() <= MAX_CHARS {
-                text
-            } else {
-                let mut short: String = text.chars().take(MAX_CHARS).collect();
-                short.push('…');
-                short
-            }
-        }
+    let text = match value {
+        Value::Array(_) | Value::Object(_) => return json_type(value).to_owned(),
+        // Only the start of a long string is serialized: its JSON starts like the whole's.
+        Value::String(text) => Value::String(text.chars().take(MAX_CHARS + 1).collect()).to_string(),
+        _ => value.to_string(),
+    };
+    if text.chars().count() <= MAX_CHARS {
+        text
+    } else {
+        let mut short: String = text.chars().take(MAX_CHARS).collect();
+        short.push('…');
+        short
     }
 }
 
