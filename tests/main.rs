@@ -3,6 +3,7 @@
 mod support;
 
 mod cli;
+mod compose;
 mod context;
 mod crash;
 mod daemon;

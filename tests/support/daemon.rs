@@ -87,6 +87,14 @@ impl TestDaemon {
         daemon
     }
 
+    /// Runs `command` (a `memoree serve` the caller assembled) serving `endpoint` with data in
+    /// `data_dir` and logs in `dir`, and waits until it answers.
+    pub fn start_command(command: Command, dir: &Path, endpoint: Endpoint, data_dir: &Path) -> TestDaemon {
+        let mut daemon = TestDaemon::spawn(command, dir, endpoint, data_dir);
+        daemon.wait_ready();
+        daemon
+    }
+
     /// `memoree serve --listen <endpoint> --data-dir <data_dir>`.
     fn serve_command(endpoint: &Endpoint, data_dir: &Path) -> Command {
         let listen = match endpoint {
