@@ -191,7 +191,7 @@ impl Transport for Daemon {
     fn start(&self) -> Result<Box<dyn Session>, String> {
         let dir = temp_dir()?;
         let (endpoint_text, endpoint) = choose_endpoint(self.listen, dir.path())?;
-        let store_url = self.store.as_ref().map(|cluster| cluster.create_database());
+        let store_url = self.store.as_ref().map(|cluster| cluster.create_store_database());
         let mut command = command(&self.launch, &endpoint_text, dir.path(), store_url.as_deref());
         command
             .env("MEMOREE_HOME", dir.path())

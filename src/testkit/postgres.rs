@@ -15,6 +15,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The superuser role every test cluster trusts.
@@ -29,7 +30,12 @@ pub struct TestCluster {
     bin: PathBuf,
     run_as: Option<String>,
     next_db: AtomicU32,
+    /// Set once [`TEMPLATE`] holds the migrated schema.
+    template: OnceLock<()>,
 }
+
+/// The database [`TestCluster::create_store_database`] copies: migrated once per cluster.
+const TEMPLATE: &str = "memoree_template";
 
 impl TestCluster {
     /// Initializes and starts a new cluster. Panics with the reason when PostgreSQL is not
@@ -55,6 +61,7 @@ impl TestCluster {
             bin,
             run_as,
             next_db: AtomicU32::new(0),
+            template: OnceLock::new(),
         };
         if let Some(user) = &cluster.run_as {
             let status = Command::new("chown")
@@ -108,6 +115,27 @@ impl TestCluster {
     pub fn create_database(&self) -> String {
         let name = format!("memoree_{}", self.next_db.fetch_add(1, Ordering::Relaxed));
         self.psql(&format!("CREATE DATABASE {name}"));
+        self.url(&name)
+    }
+
+    /// Creates a database that already holds the current Memoree schema, as a front end finds
+    /// a database another front end migrated, and returns its URL. The schema is applied once
+    /// per cluster, by the store itself, into a template database that every later call
+    /// copies (`CREATE DATABASE … TEMPLATE`), which is several times faster than migrating.
+    pub fn create_store_database(&self) -> String {
+        self.template.get_or_init(|| {
+            self.psql(&format!("CREATE DATABASE {TEMPLATE}"));
+            let store = crate::store::pg::PgStore::open(&self.url(TEMPLATE))
+                .unwrap_or_else(|e| panic!("migrate the template database: {e}"));
+            store.shutdown();
+            drop(store);
+            // Nobody connects to it again; CREATE DATABASE waits for the closed sessions to end.
+            self.psql(&format!(
+                "ALTER DATABASE {TEMPLATE} WITH IS_TEMPLATE true ALLOW_CONNECTIONS false"
+            ));
+        });
+        let name = format!("memoree_{}", self.next_db.fetch_add(1, Ordering::Relaxed));
+        self.psql(&format!("CREATE DATABASE {name} TEMPLATE {TEMPLATE}"));
         self.url(&name)
     }
 
@@ -253,6 +281,21 @@ fn server_bin_dir() -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_store_database_is_a_copy_of_the_migrated_schema_that_opens_without_migrating() {
+        let cluster = TestCluster::start();
+        let first = cluster.create_store_database();
+        let second = cluster.create_store_database();
+        assert_ne!(first, second);
+        for url in [first, second] {
+            let database = url.split_once("@/").unwrap().1.split('?').next().unwrap().to_owned();
+            let version = cluster.psql_in(&database, "SELECT max(version) FROM memoree_schema");
+            assert_eq!(version.trim(), crate::store::pg::SCHEMA_VERSION.to_string());
+            let store = crate::store::pg::PgStore::open(&url).unwrap();
+            store.shutdown();
+        }
+    }
 
     #[test]
     fn a_test_cluster_starts_serves_sql_and_survives_an_immediate_restart() {
