@@ -165,6 +165,18 @@ impl PgStore {
         Ok(value)
     }
 
+    /// Runs `f` in one `REPEATABLE READ` snapshot that may create and fill temporary tables
+    /// (a scoped export's selection) and is always rolled back, so nothing it does persists.
+    pub fn snapshot<T>(&self, f: impl FnOnce(&PgConn) -> StoreResult<T>) -> StoreResult<T> {
+        let conn = self.connection()?;
+        conn.batch("BEGIN ISOLATION LEVEL REPEATABLE READ")?;
+        let result = f(&conn);
+        let ended = conn.batch("ROLLBACK");
+        let value = result?;
+        ended?;
+        Ok(value)
+    }
+
     /// Runs a mutation in this front end's next group commit; returns once it is durable.
     pub fn write<T, F>(&self, f: F) -> StoreResult<T>
     where
