@@ -9,7 +9,7 @@
 //! staging directory is renamed onto the destination without replacing anything.
 //!
 //! A PostgreSQL store ([`export_postgres`]) is read in one `REPEATABLE READ` snapshot through
-//! the same [`write_archive`], its blobs from the database; the records and their order are
+//! the same `write_archive`, its blobs from the database; the records and their order are
 //! those of an embedded store holding the same memory. A scoped export computes its
 //! selection (`selection.rs`) into temporary tables on both backends; on PostgreSQL they live
 //! in the snapshot transaction, which is always rolled back.
