@@ -1,9 +1,9 @@
 //! `reindex`: rebuilds the derived FTS projection from the authoritative revisions and CAS.
 //!
-//! On the embedded store it runs on the writer connection inside [`Store::exclusive`], in one transaction: every
-//! FTS row is dropped (orphans included) and one row per revision is written again, with
-//! the same text the write path indexes (title plus the body of indexable media types,
-//! statement for claims). A blob that cannot be read verified fails the whole rebuild and
+//! On the embedded store it runs on the writer connection inside [`Store::exclusive`], in
+//! one transaction: every FTS row is dropped (orphans included) and one row per revision is
+//! written again, with the same text the write path indexes (title plus the body of
+//! indexable media types, statement for claims). A blob that cannot be read verified fails the whole rebuild and
 //! leaves the old projection untouched; run `verify` to locate it. Purged revisions get no
 //! row. On PostgreSQL ([`pg`]) the same rebuild is one job of the PostgreSQL writer.
 //!
