@@ -2,7 +2,8 @@
 //! writes the other reads, and neither a front end killed mid-write nor the database
 //! restarted without a clean shutdown loses or duplicates an acknowledged mutation. Clients
 //! retry a refused or unanswered request with the same key, on the other front end when
-//! theirs is gone, as the protocol tells them to.
+//! theirs is gone, as the protocol tells them to. And `memoree import --store` /
+//! `memoree export --store` move an embedded store's memory into PostgreSQL and back.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -175,4 +176,93 @@ fn an_immediate_database_restart_under_four_clients_loses_and_duplicates_nothing
     assert!(acknowledged.len() > 8, "{} acknowledged", acknowledged.len());
     drop((a, b));
     check_against(&cluster, &database_name(&url), &acknowledged);
+}
+
+/// Every file of an archive but its manifest (whose `created_at` differs), by path.
+fn archive_files(root: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(entry.path());
+            } else if entry.file_name() != "manifest.json" {
+                let name = entry.path().strip_prefix(root).unwrap().display().to_string();
+                out.push((name, std::fs::read(entry.path()).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn the_cli_imports_an_embedded_export_into_postgresql_and_exports_it_back_identically() {
+    use crate::support::{TempHome, field};
+    let home = TempHome::new();
+    let ok = |args: &[&str]| {
+        let (status, envelope) = home.run_cli(args);
+        assert_eq!((status, &envelope["ok"]), (0, &json!(true)), "{args:?}: {envelope}");
+        envelope
+    };
+    let design = home.write_file("design.md", "# Design\nPostgreSQL is shared by the front ends.\n");
+    let put = ok(&["artifact", "put", design.to_str().unwrap(), "--kind", "design"]);
+    let big = home.write_file("log.txt", "a log line long enough for the blob tables\n".repeat(600));
+    ok(&["artifact", "put", big.to_str().unwrap()]);
+    let locator = format!("{}@{}#2-8", field(&put, "artifact_id"), field(&put, "revision_id"));
+    ok(&[
+        "claim",
+        "assert",
+        "decision",
+        "PostgreSQL is shared",
+        "--evidence",
+        &locator,
+    ]);
+    let archive = home.root.join("embedded");
+    let exported = ok(&["export", "--all", archive.to_str().unwrap()]);
+    let scoped = home.root.join("embedded-scoped");
+    ok(&["export", scoped.to_str().unwrap()]);
+
+    let cluster = TestCluster::start();
+    let url = cluster.create_database();
+    let imported = ok(&["import", archive.to_str().unwrap(), "--store", &url]);
+    assert_eq!(imported["result"]["mode"], "into_empty", "{imported}");
+    assert_eq!(imported["result"]["imported"]["artifact"], 2, "{imported}");
+    assert_eq!(
+        imported["result"]["last_commit_seq"],
+        exported["result"]["source_last_commit_seq"]
+    );
+    assert!(
+        imported["result"].get("data_dir").is_none(),
+        "the import op's result: {imported}"
+    );
+
+    let again = home.root.join("postgres");
+    ok(&["export", "--all", again.to_str().unwrap(), "--store", &url]);
+    assert!(
+        archive_files(&archive) == archive_files(&again),
+        "the re-export differs"
+    );
+    let again_scoped = home.root.join("postgres-scoped");
+    ok(&["export", again_scoped.to_str().unwrap(), "--store", &url]);
+    assert!(
+        archive_files(&scoped) == archive_files(&again_scoped),
+        "the scoped re-export differs"
+    );
+
+    // Into-empty refuses a store with memory; a merge through the config's `[store] url`
+    // changes nothing.
+    let (status, refused) = home.run_cli(&["import", archive.to_str().unwrap(), "--store", &url]);
+    assert_eq!(
+        (status, crate::support::code(&refused)),
+        (2, "INVALID_REQUEST"),
+        "{refused}"
+    );
+    home.write_config(&format!("[store]\nurl = \"{url}\"\n"));
+    let merged = ok(&["import", archive.to_str().unwrap(), "--merge"]);
+    assert_eq!(merged["result"]["imported"]["event"], 0, "{merged}");
+    assert_eq!(
+        merged["result"]["last_commit_seq"],
+        imported["result"]["last_commit_seq"]
+    );
 }

@@ -16,7 +16,6 @@ use crate::protocol::Operation;
 use crate::protocol::artifact::ArtifactStatus;
 use crate::protocol::ids::{ArtifactId, ArtifactRevisionId};
 use crate::protocol::relation::EntityType;
-use crate::retrieval::text::folded_words;
 
 /// Where a revision's bytes live: the digest and size of the raw bytes and, when small, the
 /// bytes as stored inline.
@@ -315,15 +314,7 @@ impl Revisioned for Artifacts {
                 )?;
             }
             Dialect::Postgres => {
-                let title = folded_words(&new.title);
-                let body = folded_words(body.as_deref().unwrap_or(""));
-                let title: Vec<&str> = title.iter().map(String::as_str).collect();
-                let body: Vec<&str> = body.iter().map(String::as_str).collect();
-                let document = super::pg::fts::document(&[('A', &title), ('D', &body)]);
-                db.execute(
-                    "INSERT INTO artifact_search (seq, document) VALUES (?1, CAST(CAST(?2 AS text) AS tsvector))",
-                    &[&seq, &document],
-                )?;
+                super::pg::fts::insert_artifact_row(db, seq, &new.title, body.as_deref().unwrap_or(""))?;
             }
         }
         Ok(revision_id.into_string())

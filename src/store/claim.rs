@@ -17,7 +17,6 @@ use crate::protocol::Operation;
 use crate::protocol::claim::{ClaimStatus, ClaimType, EvidenceLocator};
 use crate::protocol::ids::{ClaimId, ClaimRevisionId};
 use crate::protocol::relation::EntityType;
-use crate::retrieval::text::folded_words;
 
 /// One evidence locator: an exact artifact revision and an optional `[start, end)` byte span.
 pub type EvidenceRef = EvidenceLocator;
@@ -248,15 +247,7 @@ impl Revisioned for Claims {
                     &[&seq, &new.statement],
                 )?;
             }
-            Dialect::Postgres => {
-                let words = folded_words(&new.statement);
-                let words: Vec<&str> = words.iter().map(String::as_str).collect();
-                let document = super::pg::fts::document(&[('D', &words)]);
-                db.execute(
-                    "INSERT INTO claim_search (seq, document) VALUES (?1, CAST(CAST(?2 AS text) AS tsvector))",
-                    &[&seq, &document],
-                )?;
-            }
+            Dialect::Postgres => super::pg::fts::insert_claim_row(db, seq, &new.statement)?,
         }
         Ok(revision_id.into_string())
     }

@@ -1,10 +1,11 @@
 //! `reindex`: rebuilds the derived FTS projection from the authoritative revisions and CAS.
 //!
-//! Runs on the writer connection inside [`Store::exclusive`], in one transaction: every
-//! FTS row is dropped (orphans included) and one row per revision is written again, with
-//! the same text the write path indexes (title plus the body of indexable media types,
-//! statement for claims). A blob that cannot be read verified fails the whole rebuild and
-//! leaves the old projection untouched; run `verify` to locate it.
+//! On the embedded store it runs on the writer connection inside [`Store::exclusive`], in
+//! one transaction: every FTS row is dropped (orphans included) and one row per revision is
+//! written again, with the same text the write path indexes (title plus the body of
+//! indexable media types, statement for claims). A blob that cannot be read verified fails the whole rebuild and
+//! leaves the old projection untouched; run `verify` to locate it. Purged revisions get no
+//! row. On PostgreSQL ([`pg`]) the same rebuild is one job of the PostgreSQL writer.
 //!
 //! **Invariant:** authoritative tables are never written, and `commit_seq` does not move.
 
@@ -19,6 +20,10 @@ use crate::blob::{BlobStore, Digest};
 use crate::progress::Progress;
 use crate::store::StoreError;
 
+pub mod pg;
+#[cfg(test)]
+mod tests;
+
 /// What a rebuild did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReindexReport {
@@ -32,6 +37,14 @@ pub struct ReindexReport {
 impl Store {
     /// Rebuilds both FTS tables while no write can run.
     pub fn reindex(&self) -> StoreResult<ReindexReport> {
+        if let super::Backend::Postgres(store) = &self.inner.backend {
+            return store.write(|tx| match tx.db() {
+                super::Db::Postgres(conn) => pg::rebuild(conn),
+                super::Db::Sqlite(_) => Err(StoreError::Internal(
+                    "the PostgreSQL writer handed a SQLite connection".to_owned(),
+                )),
+            });
+        }
         let blobs = self.blobs()?.clone();
         self.exclusive(move |conn| rebuild(conn, &blobs))
     }

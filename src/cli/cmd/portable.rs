@@ -4,7 +4,9 @@
 //! a daemon serves the store, and shows progress on stderr when that is a terminal), or of
 //! the PostgreSQL store named by `--store` (or the config's `[store] url`).
 //! `import` sends the `import` extension to the daemon, except with `--data-dir`, which
-//! builds a new store in an absent or empty directory locally, like `backup restore`.
+//! builds a new store in an absent or empty directory locally, like `backup restore`, and
+//! with `--store` (or, without `--data-dir` and `--endpoint`, the config's `[store] url`),
+//! which imports into that PostgreSQL store from this process.
 //! The purges send the `artifact.purge` / `claim.purge` extensions.
 
 use std::path::PathBuf;
@@ -185,7 +187,8 @@ pub(crate) fn export(args: ExportArgs, _global: &GlobalArgs) -> CliResult<Respon
 /// verified before it becomes visible; a failed import leaves the store unchanged.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  memoree import ~/memoree-export --merge\n  \
-                        memoree import ~/memoree-export --data-dir ~/new-memoree-data")]
+                        memoree import ~/memoree-export --data-dir ~/new-memoree-data\n  \
+                        memoree import ~/memoree-export --store postgres://memoree@db/memoree")]
 pub struct ImportArgs {
     /// The archive directory written by `memoree export`.
     src: PathBuf,
@@ -196,8 +199,12 @@ pub struct ImportArgs {
     #[arg(long)]
     merge: bool,
     /// Build a new store in this absent or empty directory, locally (no daemon).
-    #[arg(long, conflicts_with = "merge")]
+    #[arg(long, conflicts_with_all = ["merge", "store"])]
     data_dir: Option<PathBuf>,
+    /// Import into the PostgreSQL store at this postgres:// URL from this process (default
+    /// without --data-dir and --endpoint: `[store] url` of the config file, as `memoree serve`).
+    #[arg(long)]
+    store: Option<String>,
 }
 
 pub(crate) fn import(args: ImportArgs, global: &GlobalArgs) -> CliResult<Response> {
@@ -209,6 +216,18 @@ pub(crate) fn import(args: ImportArgs, global: &GlobalArgs) -> CliResult<Respons
     } else {
         ImportMode::IntoEmpty
     };
+    let store_url = store_url(args.store, args.data_dir.is_some() || global.endpoint.is_some()).map_err(at)?;
+    if let Some(url) = store_url {
+        // The store's own front end for the length of the import; it keeps nothing locally.
+        let imported = crate::store::Store::open_postgres(&url, std::path::Path::new("")).and_then(|store| {
+            let report = store.import(&source, mode, true);
+            store.shutdown();
+            report
+        });
+        let report = imported.map_err(|e| at(ServiceError::Store(e).into()))?;
+        let result = crate::service::import_result(&source.display().to_string(), mode, &report);
+        return local_success(request_id, &result);
+    }
     let Some(data_dir) = args.data_dir else {
         let Some(text) = source.to_str() else {
             return Err(at(CliError::Invalid(format!(
@@ -238,15 +257,16 @@ fn local_success<T: serde::Serialize>(request_id: RequestId, result: &T) -> CliR
     Ok(Response::success(request_id, value))
 }
 
-/// The PostgreSQL store to export: `--store`, else (without `--data-dir`) the config file's
-/// `[store] url`, else none (the embedded store).
-fn store_url(explicit: Option<String>, data_dir_given: bool) -> Result<Option<String>, CliError> {
+/// The PostgreSQL store to export or import into: `--store`, else (unless `elsewhere`: a
+/// `--data-dir` or, for import, an endpoint was given) the config file's `[store] url`, else
+/// none (the embedded store, or the daemon).
+fn store_url(explicit: Option<String>, elsewhere: bool) -> Result<Option<String>, CliError> {
     match explicit {
         Some(url) if crate::store::pg::is_postgres_url(&url) => Ok(Some(url)),
         Some(_) => Err(CliError::Invalid(
             "--store must be a postgres:// or postgresql:// URL".to_owned(),
         )),
-        None if data_dir_given => Ok(None),
+        None if elsewhere => Ok(None),
         None => {
             let config_file = Paths::from_env()?.config_file;
             Ok(crate::ambient::load_settings(&config_file)

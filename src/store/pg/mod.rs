@@ -7,9 +7,11 @@
 //! `r2d2`) and run in one `REPEATABLE READ READ ONLY` transaction, the snapshot a SQLite read
 //! gets. Blobs live in the database (`blob.rs`).
 //!
-//! **Status:** the foundations (schema, migrations, pool, writer, commit sequence, events,
-//! blobs). The protocol operations still run on the SQLite store only: the store interface
-//! both backends implement is the next step (see ARCHITECTURE.md, *PostgreSQL*).
+//! **Status:** `crate::store::Store` runs on this backend through [`PgStore`] and the SQL
+//! interface both backends share (`store::db::Db`): every protocol operation works on it
+//! (entities, relations, conflicts, retrieval, browse listings, `verify`, `reindex`,
+//! `backup.create`, `import`) as do local exports and imports, except purge, which still
+//! answers `INTERNAL_ERROR` naming PostgreSQL (see ARCHITECTURE.md, *PostgreSQL*).
 //!
 //! **Invariants:** as for the SQLite store — `commit_seq` is taken inside the mutation's
 //! transaction together with its one `events` row, and has no gaps among committed
@@ -160,6 +162,18 @@ impl PgStore {
         conn.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
         let result = f(&conn);
         let ended = conn.batch("COMMIT");
+        let value = result?;
+        ended?;
+        Ok(value)
+    }
+
+    /// Runs `f` in one `REPEATABLE READ` snapshot that may create and fill temporary tables
+    /// (a scoped export's selection) and is always rolled back, so nothing it does persists.
+    pub fn snapshot<T>(&self, f: impl FnOnce(&PgConn) -> StoreResult<T>) -> StoreResult<T> {
+        let conn = self.connection()?;
+        conn.batch("BEGIN ISOLATION LEVEL REPEATABLE READ")?;
+        let result = f(&conn);
+        let ended = conn.batch("ROLLBACK");
         let value = result?;
         ended?;
         Ok(value)

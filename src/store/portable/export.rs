@@ -9,8 +9,10 @@
 //! staging directory is renamed onto the destination without replacing anything.
 //!
 //! A PostgreSQL store ([`export_postgres`]) is read in one `REPEATABLE READ` snapshot through
-//! the same [`write_archive`], its blobs from the database; the records and their order are
-//! those of an embedded store holding the same memory.
+//! the same `write_archive`, its blobs from the database; the records and their order are
+//! those of an embedded store holding the same memory. A scoped export computes its
+//! selection (`selection.rs`) into temporary tables on both backends; on PostgreSQL they live
+//! in the snapshot transaction, which is always rolled back.
 //!
 //! **Invariant:** the store is only read; the destination either does not exist or holds
 //! a complete archive.
@@ -20,10 +22,9 @@ use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use rusqlite::types::Value as SqlValue;
-use rusqlite::{Connection, OpenFlags, params_from_iter};
+use rusqlite::{Connection, OpenFlags};
 
-use crate::store::db::{Db, Dialect, Row};
+use crate::store::db::{Db, Row};
 use crate::store::pg::{self, PgStore};
 use serde::Serialize;
 
@@ -36,8 +37,10 @@ use crate::blob::{self, Digest};
 use crate::fsutil;
 use crate::progress::Progress;
 use crate::store::error::{StoreError, StoreResult};
-use crate::store::{self as store, DB_FILE, artifact, migrate, scope};
+use crate::store::{self as store, DB_FILE, artifact, migrate};
 use crate::timefmt;
+
+mod selection;
 
 /// Prefix of the staging directory created next to the destination.
 pub const STAGING_PREFIX: &str = ".memoree-export-stage-";
@@ -64,21 +67,15 @@ pub fn export(data_dir: &Path, destination: &Path, scope: &Scope, progress: bool
 
 /// Exports one snapshot of a PostgreSQL store to `destination`, which must not exist: the
 /// same format, records and order as an export of the embedded store holding the same memory.
-/// Only [`Scope::All`] so far.
 pub fn export_postgres(
     store: &PgStore,
     destination: &Path,
     scope: &Scope,
     progress: bool,
 ) -> StoreResult<ExportReport> {
-    if *scope != Scope::All {
-        return Err(StoreError::Unsupported(
-            "a scoped export is not yet implemented on the PostgreSQL store; export --all".to_owned(),
-        ));
-    }
     let parent = check_destination(None, destination)?;
     let staging = staging_dir(&parent, STAGING_PREFIX)?;
-    let manifest = store.read(|conn| write_archive(Db::Postgres(conn), None, staging.path(), scope, progress))?;
+    let manifest = store.snapshot(|conn| write_archive(Db::Postgres(conn), None, staging.path(), scope, progress))?;
     publish(staging, manifest, destination, &parent)
 }
 
@@ -175,100 +172,6 @@ fn open_snapshot(data_dir: &Path) -> StoreResult<Connection> {
         }
     }
     Ok(conn)
-}
-
-/// The `WHERE … ORDER BY …` tail of each record file's query: everything, or the
-/// selection computed by [`select`].
-fn tail(db: Db<'_>, file: &RecordFile, scoped: bool) -> &'static str {
-    // PostgreSQL has no rowid: entities are in creation order, that of their first
-    // revision (the order the embedded store inserted them in).
-    match (db.dialect(), file.record_type, scoped) {
-        (Dialect::Postgres, "artifact", false) => {
-            return "ORDER BY (SELECT min(r0.commit_seq) FROM artifact_revisions r0 WHERE r0.artifact_id = a.id), a.id";
-        }
-        (Dialect::Postgres, "claim", false) => {
-            return "ORDER BY (SELECT min(r0.commit_seq) FROM claim_revisions r0 WHERE r0.claim_id = c.id), c.id";
-        }
-        _ => {}
-    }
-    match (file.record_type, scoped) {
-        ("event", false) => "ORDER BY e.commit_seq",
-        ("event", true) => "WHERE e.commit_seq IN (SELECT commit_seq FROM x_events) ORDER BY e.commit_seq",
-        ("artifact", false) => "ORDER BY a.rowid",
-        ("artifact", true) => "WHERE a.id IN (SELECT id FROM x_entities) ORDER BY a.rowid",
-        ("artifact_revision", false) => "ORDER BY r.seq",
-        ("artifact_revision", true) => "WHERE r.artifact_id IN (SELECT id FROM x_entities) ORDER BY r.seq",
-        ("claim", false) => "ORDER BY c.rowid",
-        ("claim", true) => "WHERE c.id IN (SELECT id FROM x_entities) ORDER BY c.rowid",
-        ("claim_revision", false) => "ORDER BY r.seq",
-        ("claim_revision", true) => "WHERE r.claim_id IN (SELECT id FROM x_entities) ORDER BY r.seq",
-        ("relation", false) => "ORDER BY rel.seq",
-        ("relation", true) => "WHERE rel.id IN (SELECT id FROM x_relations) ORDER BY rel.seq",
-        ("conflict_case", false) => "ORDER BY cc.case_sequence",
-        ("conflict_case", true) => "WHERE cc.relation_id IN (SELECT id FROM x_relations) ORDER BY cc.case_sequence",
-        ("conflict_event", false) => "ORDER BY ce.seq",
-        ("conflict_event", true) => {
-            "WHERE ce.case_id IN (SELECT case_id FROM conflict_cases WHERE relation_id IN (SELECT id FROM x_relations))
-             ORDER BY ce.seq"
-        }
-        ("replay", false) => "ORDER BY i.scoped_key",
-        ("replay", true) => {
-            "WHERE json_extract(i.replay_json, '$.artifact_revision') IN
-                   (SELECT id FROM artifact_revisions WHERE artifact_id IN (SELECT id FROM x_entities))
-                OR json_extract(i.replay_json, '$.claim_revision') IN
-                   (SELECT id FROM claim_revisions WHERE claim_id IN (SELECT id FROM x_entities))
-                OR json_extract(i.replay_json, '$.relation') IN (SELECT id FROM x_relations)
-                OR json_extract(i.replay_json, '$.purge') IN (SELECT id FROM x_entities)
-             ORDER BY i.scoped_key"
-        }
-        ("tombstone", false) => "ORDER BY p.commit_seq",
-        ("tombstone", true) => "WHERE p.entity_id IN (SELECT id FROM x_entities) ORDER BY p.commit_seq",
-        _ => "",
-    }
-}
-
-/// Fills the temporary selection tables of a scoped export (see [`Scope::Visible`]).
-fn select(conn: &Connection, ambient: &scope::Owner, horizon: crate::protocol::Horizon) -> StoreResult<()> {
-    conn.execute_batch(
-        "CREATE TEMP TABLE x_relations (id TEXT PRIMARY KEY) WITHOUT ROWID;
-         CREATE TEMP TABLE x_entities (id TEXT PRIMARY KEY) WITHOUT ROWID;
-         CREATE TEMP TABLE x_events (commit_seq INTEGER PRIMARY KEY);",
-    )?;
-    let visible = |alias: &str, sql: &str| -> StoreResult<()> {
-        let mut params: Vec<SqlValue> = Vec::new();
-        let predicate = scope::visibility_sql(alias, ambient, horizon, &mut params);
-        conn.execute(&sql.replace("{visible}", &predicate), params_from_iter(params))?;
-        Ok(())
-    };
-    visible(
-        "rel",
-        "INSERT OR IGNORE INTO x_relations SELECT rel.id FROM relations rel WHERE {visible}",
-    )?;
-    visible(
-        "a",
-        "INSERT OR IGNORE INTO x_entities SELECT a.id FROM artifacts a WHERE {visible}",
-    )?;
-    visible(
-        "c",
-        "INSERT OR IGNORE INTO x_entities SELECT c.id FROM claims c WHERE {visible}",
-    )?;
-    conn.execute_batch(
-        "INSERT OR IGNORE INTO x_entities SELECT source_id FROM relations WHERE id IN (SELECT id FROM x_relations);
-         INSERT OR IGNORE INTO x_entities SELECT target_id FROM relations WHERE id IN (SELECT id FROM x_relations);
-         INSERT OR IGNORE INTO x_entities
-             SELECT DISTINCT json_extract(e.value, '$.artifact_id') FROM claim_revisions r, json_each(CASE WHEN json_valid(r.evidence_json) THEN r.evidence_json ELSE '[]' END) e
-             WHERE r.claim_id IN (SELECT id FROM x_entities) AND json_extract(e.value, '$.artifact_id') IS NOT NULL;
-         INSERT OR IGNORE INTO x_events SELECT commit_seq FROM events
-             WHERE entity_id IN (SELECT id FROM x_entities) OR entity_id IN (SELECT id FROM x_relations);
-         INSERT OR IGNORE INTO x_events SELECT commit_seq FROM artifact_revisions WHERE artifact_id IN (SELECT id FROM x_entities);
-         INSERT OR IGNORE INTO x_events SELECT commit_seq FROM claim_revisions WHERE claim_id IN (SELECT id FROM x_entities);
-         INSERT OR IGNORE INTO x_events SELECT commit_seq FROM relations WHERE id IN (SELECT id FROM x_relations);
-         INSERT OR IGNORE INTO x_events SELECT opened_commit_seq FROM conflict_cases WHERE relation_id IN (SELECT id FROM x_relations);
-         INSERT OR IGNORE INTO x_events SELECT operation_commit_seq FROM conflict_events
-             WHERE case_id IN (SELECT case_id FROM conflict_cases WHERE relation_id IN (SELECT id FROM x_relations));
-         INSERT OR IGNORE INTO x_events SELECT commit_seq FROM purges WHERE entity_id IN (SELECT id FROM x_entities);",
-    )?;
-    Ok(())
 }
 
 /// One JSON Lines file being written: records, bytes and the BLAKE3 of its bytes.
@@ -368,7 +271,7 @@ pub(crate) fn write_archive(
     let scoped = match scope {
         Scope::All => false,
         Scope::Visible { ambient, horizon, .. } => {
-            select(db.sqlite()?, ambient, *horizon)?;
+            selection::select(db, ambient, *horizon)?;
             true
         }
     };
@@ -377,7 +280,7 @@ pub(crate) fn write_archive(
         let sql = format!(
             "SELECT count(*) FROM ({} {}) AS counted",
             select_of(file),
-            tail(db, file, scoped)
+            selection::tail(db, file, scoped)
         );
         total += db.query_one(&sql, &[], |r| r.get::<i64>(0))?.max(0) as u64;
     }
@@ -397,7 +300,7 @@ pub(crate) fn write_archive(
     let mut files = Vec::new();
     for file in &RECORD_FILES {
         let mut out = Jsonl::create(staging, file)?;
-        let sql = format!("{} {}", select_of(file), tail(db, file, scoped));
+        let sql = format!("{} {}", select_of(file), selection::tail(db, file, scoped));
         db.for_each(&sql, &[], |row| {
             match file.record_type {
                 "event" => out.push(&records::event(row)?)?,

@@ -14,10 +14,14 @@ fn pg_store(cluster: &TestCluster, front_end: &Path) -> (Store, String) {
 }
 
 fn pg_export(store: &Store, dest: &Path) {
+    pg_export_scoped(store, dest, &Scope::All);
+}
+
+fn pg_export_scoped(store: &Store, dest: &Path, scope: &Scope) {
     let crate::store::Backend::Postgres(pg) = &store.inner.backend else {
         panic!("not a PostgreSQL store");
     };
-    export::export_postgres(pg, dest, &Scope::All, false).unwrap();
+    export::export_postgres(pg, dest, scope, false).unwrap();
 }
 
 /// Every file of an archive; the manifest with its `created_at` blanked.
@@ -202,5 +206,82 @@ fn a_failing_import_into_postgres_leaves_it_unchanged() {
         .import(&other.dir.path().join("beta-intact"), Mode::Merge, false)
         .unwrap();
     assert!(store.verify().unwrap().is_ok());
+    store.shutdown();
+}
+
+#[test]
+fn scoped_exports_of_an_embedded_and_a_postgres_store_holding_the_same_memory_are_identical() {
+    let (mut fixture, _) = seeded();
+    // Several projects and tasks, evidence across projects, a relation naming another task's
+    // claim: every rule of the closure has something to select or leave out.
+    fixture.project("beta");
+    let foreign = fixture.put("gamma", "gamma source", "gamma keeps a cited source");
+    fixture.put("delta", "delta secret", "nothing to do with alpha");
+    let sibling = fixture.ok(
+        "claim.assert",
+        &json!({"workspace_id": "wsp_port", "project_id": "alpha", "task_id": "t2"}),
+        json!({"claim_type": "fact", "statement": "t2 works alone"}),
+    )["claim_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    fixture.ok(
+        "claim.assert",
+        &json!({"workspace_id": "wsp_port", "project_id": "alpha", "task_id": "t2"}),
+        json!({"claim_type": "fact", "statement": "t2 keeps this to itself"}),
+    );
+    let citing = fixture.assert_claim("alpha", "alpha cites gamma", &foreign);
+    fixture.relate("alpha", &citing.0, "supports", &sibling);
+    fixture.ok(
+        "artifact.put",
+        &json!({"workspace_id": "wsp_other", "project_id": "alpha"}),
+        json!({"kind": "note", "title": "other workspace", "content": {"type": "text", "data": "elsewhere"}}),
+    );
+
+    let archive = fixture.export("all", &Scope::All);
+    let cluster = TestCluster::start();
+    let front_end = tempfile::tempdir().unwrap();
+    let (store, _) = pg_store(&cluster, front_end.path());
+    store.import(&archive, Mode::IntoEmpty, false).unwrap();
+
+    let owner = |task: Option<&str>| crate::store::scope::Owner {
+        workspace_id: "wsp_port".to_owned(),
+        project_id: "alpha".to_owned(),
+        task_id: task.map(str::to_owned),
+        component: None,
+    };
+    let scopes = [
+        (None, crate::protocol::Horizon::Ambient, None),
+        (Some("t1"), crate::protocol::Horizon::Ambient, None),
+        (None, crate::protocol::Horizon::Workspace, Some("hand over")),
+        (None, crate::protocol::Horizon::Personal, Some("move machines")),
+    ];
+    for (i, (task, horizon, reason)) in scopes.into_iter().enumerate() {
+        let scope = Scope::Visible {
+            ambient: owner(task),
+            horizon,
+            reason: reason.map(str::to_owned),
+        };
+        let embedded = fixture.export(&format!("embedded-{i}"), &scope);
+        let postgres = fixture.dir.path().join(format!("postgres-{i}"));
+        pg_export_scoped(&store, &postgres, &scope);
+        let records = lines(&embedded, "artifacts.jsonl").len();
+        assert!(records > 0, "{scope:?} selects something");
+        assert_eq!(archive_files(&embedded), archive_files(&postgres), "{scope:?}");
+    }
+    // The ambient project's scope leaves other projects out but follows the cited evidence.
+    let narrow = fixture.dir.path().join("postgres-0");
+    let titles: Vec<String> = lines(&narrow, "artifact_revisions.jsonl")
+        .iter()
+        .map(|r| r["title"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(titles.iter().any(|t| t == "gamma source"), "{titles:?}");
+    assert!(
+        !titles.iter().any(|t| t.starts_with("beta") || t.starts_with("delta")),
+        "{titles:?}"
+    );
+    // Nothing of the selection is left behind in the database.
+    let verified = store.verify().unwrap();
+    assert!(verified.is_ok(), "{:?}", verified.issues);
     store.shutdown();
 }
