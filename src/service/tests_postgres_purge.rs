@@ -248,6 +248,8 @@ fn purging_an_artifact_and_a_claim_on_postgresql_erases_their_bytes_from_every_t
         .unwrap()
         .get(0);
     assert_eq!(revisions, 3, "two artifact revisions and one claim revision, all kept");
+    let (verified, _) = ok(b, "verify", json!({}));
+    assert_eq!(verified["ok"], true, "{verified}");
     let _ = revised;
 }
 
@@ -364,6 +366,8 @@ fn an_erasure_held_back_by_an_older_snapshot_is_reported_and_finished_when_a_fro
     assert_eq!(first["erasure_complete"], false, "{first}");
     assert_eq!(first["erasure"]["older_snapshots_released"], false, "{first}");
     assert!(warnings.contains(&"PURGE_INCOMPLETE".to_owned()), "{warnings:?}");
+    let (verified, _) = ok(a, "verify", json!({}));
+    assert!(verified.to_string().contains("purge_incomplete"), "{verified}");
     snapshot.commit().unwrap();
     drop(reader);
     let dir = tempfile::tempdir().unwrap();

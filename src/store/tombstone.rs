@@ -259,6 +259,39 @@ pub fn row_checks(db: Db<'_>) -> StoreResult<Vec<Finding>> {
     Ok(findings)
 }
 
+/// The tombstone checks of a PostgreSQL `verify` beyond [`row_checks`]: no search row of a
+/// purged revision, no blob that only purged revisions referenced, and every erasure
+/// completed (the rewrite of old row versions cannot be observed through SQL; `erased` records
+/// that the scrub saw it happen).
+pub fn pg_content_checks(db: Db<'_>) -> StoreResult<Vec<Finding>> {
+    let mut findings: Vec<Finding> = Vec::new();
+    let mut pairs = |sql: &str, kind: &'static str, detail: &str| -> StoreResult<()> {
+        let ids: Vec<String> = db.query_all(sql, &[], |r| r.get(0))?;
+        findings.extend(ids.into_iter().map(|id| (kind, id, detail.to_owned())));
+        Ok(())
+    };
+    pairs(
+        "SELECT r.id FROM artifact_revisions r JOIN artifact_search s ON s.seq = r.seq WHERE r.purged = 1
+         UNION ALL
+         SELECT r.id FROM claim_revisions r JOIN claim_search s ON s.seq = r.seq WHERE r.purged = 1",
+        kind::PURGED_CONTENT_PRESENT,
+        "the full-text projection still indexes the erased content",
+    )?;
+    pairs(
+        "SELECT DISTINCT p.blake3 FROM purged_revisions p JOIN purges t ON t.entity_id = p.entity_id
+         WHERE t.entity_type = 'artifact' AND EXISTS (SELECT 1 FROM blobs b WHERE b.hash = p.blake3)
+           AND NOT EXISTS (SELECT 1 FROM artifact_revisions r WHERE r.blob_hash = p.blake3 AND r.purged = 0 AND r.inline_blob IS NULL)",
+        kind::PURGED_CONTENT_PRESENT,
+        "the database still holds a blob only purged revisions referenced",
+    )?;
+    pairs(
+        "SELECT entity_id FROM purges WHERE erased = 0 ORDER BY commit_seq",
+        kind::PURGE_INCOMPLETE,
+        "the tables that held the erased bytes have not been rewritten since the purge; purge again (or start a front end) to finish",
+    )?;
+    Ok(findings)
+}
+
 /// The tombstone checks of `verify` (read-only): every purged revision has its tombstone and
 /// blank content, every tombstone row names a purged revision of its entity, no index row
 /// or CAS object of a purged revision remains, and every erasure completed. Also returns
