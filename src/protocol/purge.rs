@@ -11,6 +11,14 @@ use super::{AmbientContext, Input, Label, Operation};
 pub const EARLIER_COPIES_NOTICE: &str = "Only this store was erased. Backups, exports and other copies made before \
      this purge still contain the erased bytes; delete or re-create them.";
 
+/// [`EARLIER_COPIES_NOTICE`] on a PostgreSQL store, which the purge reaches only through SQL:
+/// the tables are rewritten, but not what the server keeps outside them.
+pub const EARLIER_COPIES_NOTICE_POSTGRES: &str = "Only this store was erased. Backups, exports and other copies made \
+     before this purge still contain the erased bytes; delete or re-create them. On PostgreSQL the purge rewrote \
+     the database's tables, but its write-ahead log (segments not yet recycled, and any WAL archive), streaming \
+     and logical replicas, base backups and point-in-time-recovery archives, server logs that recorded statement \
+     parameters, and the file system's free blocks may still hold them.";
+
 /// `artifact.purge` input.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -314,6 +314,13 @@ impl Revisioned for Artifacts {
                 )?;
             }
             Dialect::Postgres => {
+                // The blob was stored before this transaction; a purge on any front end may
+                // have erased the same bytes since (its scrub deletes blobs no live revision
+                // cites, under the commit lock this transaction holds now). Storing it again
+                // here is a no-op unless that happened, and makes the citation safe.
+                if let (None, Db::Postgres(conn)) = (&new.blob.inline, db) {
+                    super::pg::blob::insert(conn, &new.blob.digest, &new.content)?;
+                }
                 super::pg::fts::insert_artifact_row(db, seq, &new.title, body.as_deref().unwrap_or(""))?;
             }
         }

@@ -293,9 +293,13 @@ impl Store {
         Ok(store)
     }
 
-    /// Whether this store holds any purge tombstone.
+    /// Whether reads must look for purged mentions: whether this store holds any purge
+    /// tombstone. The embedded store has one writer, so its flag is exact; a PostgreSQL
+    /// database is shared by front ends that do not tell each other about their purges, so
+    /// there the answer is always yes and every read with ids asks the database (one indexed
+    /// query), which makes a purge on any front end visible to the next read on every other.
     pub fn has_purges(&self) -> bool {
-        self.inner.has_purges.load(Ordering::Relaxed)
+        !self.is_embedded() || self.inner.has_purges.load(Ordering::Relaxed)
     }
 
     /// Records that a purge (or an import of tombstones) happened.
@@ -308,14 +312,26 @@ impl Store {
     pub fn open_postgres(url: &str, data_dir: &Path) -> StoreResult<Store> {
         let pg = pg::PgStore::open(url)?;
         let has_purges = pg.read(|db| tombstone::any_db(db.into()))?;
-        Ok(Store {
+        let store = Store {
             inner: Arc::new(Inner {
                 data_dir: data_dir.to_path_buf(),
                 db_path: PathBuf::new(),
                 backend: Backend::Postgres(pg),
                 has_purges: AtomicBool::new(has_purges),
             }),
-        })
+        };
+        if has_purges && let Err(error) = store.resume_purges() {
+            tracing::warn!(%error, "could not finish an interrupted purge; purge again to complete it");
+        }
+        Ok(store)
+    }
+
+    /// The PostgreSQL backend, if this store is one.
+    pub(crate) fn postgres(&self) -> Option<&pg::PgStore> {
+        match &self.inner.backend {
+            Backend::Postgres(pg) => Some(pg),
+            Backend::Sqlite { .. } => None,
+        }
     }
 
     /// How `capabilities` and `doctor` name this store: the authoritative store, the blob

@@ -1,34 +1,35 @@
 //! Provable erasure: the logical purge of an artifact or claim and the physical scrub that
-//! removes its bytes from every file of the data directory.
+//! removes its bytes from the store's files, on either backend.
 //!
-//! A purge runs alone on the writer connection ([`super::Store::exclusive`]) in two steps:
-//! 1. [`purge`], inside one transaction with `secure_delete` on: the tombstone rows are
-//!    written, every revision's content columns are blanked (the migration-0002 triggers
-//!    allow exactly that update once the tombstone exists), the revisions' rows in every
-//!    FTS5 table are deleted, forget/retract reasons are removed from the entity row, its
-//!    event payloads and the replay records naming its revisions, the entity becomes
-//!    `forgotten` / `retracted` (a claim's open conflict cases are resolved) and one
-//!    `artifact.purge` / `claim.purge` event takes the next `commit_seq`.
-//! 2. [`scrub`], after the commit: CAS objects that no live revision references are
-//!    overwritten and unlinked (unless a concurrent write pinned them), every FTS5 index is
-//!    merged into one segment (`optimize`, so deleted terms leave the index b-trees),
-//!    `VACUUM` rewrites the database (no free page or stale cell keeps old bytes) and the WAL
-//!    is checkpointed and truncated to zero bytes. Only then is the tombstone marked
-//!    `erased`; an interrupted scrub is finished by [`super::Store::resume_purges`] when the
-//!    store is next opened, or by purging again.
+//! A purge runs in two steps ([`Store::run_purge`]):
+//! 1. [`purge`], one implementation over [`Db`] inside one transaction (on the embedded store
+//!    alone on the writer connection with `secure_delete` on; on PostgreSQL as a mutation of
+//!    the front end's writer, under the database-wide commit lock): the tombstone rows are
+//!    written, every revision's content columns are blanked (the immutability triggers allow
+//!    exactly that update once the tombstone exists), the revisions' full-text rows are
+//!    deleted (every FTS5 table, or `artifact_search` / `claim_search`), forget/retract
+//!    reasons are removed from the entity row, its event payloads and the replay records
+//!    naming its revisions, the entity becomes `forgotten` / `retracted` (a claim's open
+//!    conflict cases are resolved) and one `artifact.purge` / `claim.purge` event takes the
+//!    next `commit_seq`. Only the SQL text of the JSON edits and the claim size differs.
+//! 2. the scrub, after the commit: [`scrub`] (`sqlite.rs`: CAS objects, FTS5 `optimize`,
+//!    `VACUUM`, WAL truncation) or [`pg::scrub`] (blob rows and chunks, `VACUUM (FULL)` of the
+//!    tables that held the bytes). Only then is the tombstone marked `erased`; an interrupted
+//!    scrub is finished by [`Store::resume_purges`] when the store is next opened, or by
+//!    purging again.
 //!
 //! **Invariants:** a purge never deletes a revision, event or replay row (history stays
 //! coherent and `commit_seq` dense); content shared with a live revision stays (it is that
 //! revision's content) and is reported; nothing here can un-purge.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::Connection;
 use serde_json::{Value, json};
 
 use super::error::{StoreError, StoreResult};
-use super::scope::Owner;
+use super::scope::{Owner, owner_from_db_row};
 use super::tombstone::{self, ARTIFACT_ERASED_FIELDS, CLAIM_ERASED_FIELDS, PURGED_REASON, Tombstone};
-use super::{Event, EventEntity, Store, Tx, conflict};
-use crate::blob::{BlobStore, Digest};
+use super::{Db, Event, EventEntity, Store, Tx, conflict};
+use crate::blob::Digest;
 use crate::protocol::Operation;
 
 /// The kind of entity a purge erases (the protocol's entity type).
@@ -113,41 +114,42 @@ fn virtual_module(sql: &str) -> Option<&str> {
     Some(&rest[..end])
 }
 
-/// Logically purges one entity inside the caller's transaction: writes the tombstone,
-/// blanks every revision, drops its index rows and scrubs the reasons that may quote it.
-/// Returns the tombstone; an entity purged before is returned as it is (`false`).
+/// Logically purges one entity inside the caller's transaction (either backend): writes the
+/// tombstone, blanks every revision, drops its index rows and scrubs the reasons that may
+/// quote it. Returns the tombstone; an entity purged before is returned as it is (`false`).
 /// Existence and write scope are the caller's to check first.
 pub fn purge(tx: &Tx<'_>, request: &PurgeRequest) -> StoreResult<(Tombstone, bool)> {
-    let conn = tx.sqlite()?;
-    if let Some(existing) = tombstone::load(conn, &request.entity_id)? {
+    let db = tx.db();
+    if let Some(existing) = tombstone::load(db, &request.entity_id)? {
         return Ok((existing, false));
     }
     let kind = request.kind;
-    let head_revision = current_revision(conn, kind, &request.entity_id)?;
+    let entity_id = request.entity_id.as_str();
+    let head_revision = current_revision(db, kind, entity_id)?;
     let commit_seq = tx.next_commit_seq()?;
     let now = tx.now_db();
-    let revisions = erased_revisions(conn, kind, &request.entity_id)?;
+    let revisions = erased_revisions(db, kind, entity_id)?;
     let citing = match kind {
-        EntityKind::Artifact => citing_claims(conn, &request.entity_id)?,
+        EntityKind::Artifact => citing_claims(db, entity_id)?,
         EntityKind::Claim => json!([]),
     };
     let owner = &request.purged_by;
-    conn.execute(
+    db.execute(
         "INSERT INTO purges (entity_id, entity_type, reason, actor, workspace_id, project_id, task_id, component,
              purged_at, commit_seq, citing_json, erasure_json, erased)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, '{}', 0)",
-        params![
-            request.entity_id,
-            kind.as_str(),
-            request.reason,
-            request.actor,
-            owner.workspace_id,
-            owner.project_id,
-            owner.task_id,
-            owner.component,
-            now,
-            commit_seq,
-            citing.to_string()
+        &[
+            &entity_id,
+            &kind.as_str(),
+            &request.reason,
+            &request.actor,
+            &owner.workspace_id,
+            &owner.project_id,
+            &owner.task_id,
+            &owner.component,
+            &now,
+            &commit_seq,
+            &citing.to_string(),
         ],
     )?;
     let fields = match kind {
@@ -155,87 +157,86 @@ pub fn purge(tx: &Tx<'_>, request: &PurgeRequest) -> StoreResult<(Tombstone, boo
         EntityKind::Claim => CLAIM_ERASED_FIELDS,
     };
     for revision in &revisions {
-        conn.execute(
+        db.execute(
             "INSERT INTO purged_revisions (revision_id, entity_id, revision_number, size_bytes, blake3, erased_fields)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![
-                revision.id,
-                request.entity_id,
-                revision.number,
-                revision.size as i64,
-                revision.blake3,
-                fields
+            &[
+                &revision.id,
+                &entity_id,
+                &revision.number,
+                &(revision.size as i64),
+                &revision.blake3,
+                &fields,
             ],
         )?;
     }
-    let table = kind.revisions_table();
-    let owner_column = kind.owner_column();
     match kind {
-        EntityKind::Artifact => conn.execute(
+        EntityKind::Artifact => db.execute(
             "UPDATE artifact_revisions SET title = '', inline_blob = NULL, inline_encoding = 0, provenance_json = '{}', purged = 1
              WHERE artifact_id = ?1 AND purged = 0",
-            [&request.entity_id],
+            &[&entity_id],
         )?,
-        EntityKind::Claim => conn.execute(
+        EntityKind::Claim => db.execute(
             "UPDATE claim_revisions SET statement = '', purged = 1 WHERE claim_id = ?1 AND purged = 0",
-            [&request.entity_id],
+            &[&entity_id],
         )?,
     };
-    let mut removed_index_rows = 0u64;
-    for fts in fts_tables(conn)? {
-        if !fts.starts_with(kind.fts_prefix()) {
-            continue;
-        }
-        removed_index_rows += conn.execute(
-            &format!("DELETE FROM \"{fts}\" WHERE rowid IN (SELECT seq FROM {table} WHERE {owner_column} = ?1)"),
-            [&request.entity_id],
-        )? as u64;
-    }
+    let removed_index_rows = delete_index_rows(db, kind, entity_id)?;
     match kind {
         EntityKind::Artifact => {
-            conn.execute(
+            db.execute(
                 "UPDATE artifacts SET status = 'forgotten', forgotten_reason = ?1, updated_at = ?2 WHERE id = ?3",
-                params![PURGED_REASON, now, request.entity_id],
+                &[&PURGED_REASON, &now, &entity_id],
             )?;
         }
         EntityKind::Claim => {
-            conn.execute(
+            db.execute(
                 "UPDATE claims SET
                      retraction_reason = CASE WHEN status = 'superseded' THEN NULL ELSE ?1 END,
                      status = CASE WHEN status = 'active' THEN 'retracted' ELSE status END,
                      updated_at = ?2
                  WHERE id = ?3",
-                params![PURGED_REASON, now, request.entity_id],
+                &[&PURGED_REASON, &now, &entity_id],
             )?;
-            conflict::resolve_for_claim(tx, &request.entity_id, "claim purged", commit_seq)?;
+            conflict::resolve_for_claim(tx, entity_id, "claim purged", commit_seq)?;
         }
     }
-    let scrubbed_event_payloads = conn.execute(
-        "UPDATE events SET payload_json = json_remove(payload_json, '$.reason')
-         WHERE entity_type = ?1 AND entity_id = ?2 AND json_extract(payload_json, '$.reason') IS NOT NULL",
-        params![kind.as_str(), request.entity_id],
-    )? as u64;
-    let scrubbed_replay_records = conn.execute(
-        "UPDATE idempotency SET replay_json = json_remove(replay_json, '$.reason')
-         WHERE json_extract(replay_json, '$.reason') IS NOT NULL
-           AND (json_extract(replay_json, '$.artifact_revision') IN (SELECT revision_id FROM purged_revisions WHERE entity_id = ?1)
-             OR json_extract(replay_json, '$.claim_revision') IN (SELECT revision_id FROM purged_revisions WHERE entity_id = ?1))",
-        [&request.entity_id],
-    )? as u64;
+    let scrubbed_event_payloads = db.execute(
+        db.pick(
+            "UPDATE events SET payload_json = json_remove(payload_json, '$.reason')
+             WHERE entity_type = ?1 AND entity_id = ?2 AND json_extract(payload_json, '$.reason') IS NOT NULL",
+            "UPDATE events SET payload_json = CAST(CAST(payload_json AS jsonb) - 'reason' AS text)
+             WHERE entity_type = ?1 AND entity_id = ?2 AND CAST(payload_json AS jsonb) ->> 'reason' IS NOT NULL",
+        ),
+        &[&kind.as_str(), &entity_id],
+    )?;
+    let scrubbed_replay_records = db.execute(
+        db.pick(
+            "UPDATE idempotency SET replay_json = json_remove(replay_json, '$.reason')
+             WHERE json_extract(replay_json, '$.reason') IS NOT NULL
+               AND (json_extract(replay_json, '$.artifact_revision') IN (SELECT revision_id FROM purged_revisions WHERE entity_id = ?1)
+                 OR json_extract(replay_json, '$.claim_revision') IN (SELECT revision_id FROM purged_revisions WHERE entity_id = ?1))",
+            "UPDATE idempotency SET replay_json = CAST(CAST(replay_json AS jsonb) - 'reason' AS text)
+             WHERE CAST(replay_json AS jsonb) ->> 'reason' IS NOT NULL
+               AND ((CAST(replay_json AS jsonb) ->> 'artifact_revision') COLLATE \"C\" IN (SELECT revision_id FROM purged_revisions WHERE entity_id = ?1)
+                 OR (CAST(replay_json AS jsonb) ->> 'claim_revision') COLLATE \"C\" IN (SELECT revision_id FROM purged_revisions WHERE entity_id = ?1))",
+        ),
+        &[&entity_id],
+    )?;
     tx.append_event(&Event {
         commit_seq,
         operation: kind.purge_operation(),
         entity: kind.event_entity(),
-        entity_id: &request.entity_id,
+        entity_id,
         revision_id: Some(&head_revision),
         actor: request.actor.as_deref(),
         payload: json!({}),
     })?;
     let shared_content_revisions: i64 = match kind {
-        EntityKind::Artifact => conn.query_row(
+        EntityKind::Artifact => db.query_one(
             "SELECT count(*) FROM artifact_revisions r WHERE r.purged = 0
                AND r.blob_hash IN (SELECT blake3 FROM purged_revisions WHERE entity_id = ?1)",
-            [&request.entity_id],
+            &[&entity_id],
             |r| r.get(0),
         )?,
         EntityKind::Claim => 0,
@@ -246,27 +247,55 @@ pub fn purge(tx: &Tx<'_>, request: &PurgeRequest) -> StoreResult<(Tombstone, boo
         "scrubbed_replay_records": scrubbed_replay_records,
         "shared_content_revisions": shared_content_revisions,
     });
-    conn.execute(
+    db.execute(
         "UPDATE purges SET erasure_json = ?1 WHERE entity_id = ?2",
-        params![erasure.to_string(), request.entity_id],
+        &[&erasure.to_string(), &entity_id],
     )?;
-    let tombstone = tombstone::load(conn, &request.entity_id)?
-        .ok_or_else(|| StoreError::Internal(format!("the tombstone of {} vanished", request.entity_id)))?;
+    let tombstone = tombstone::load(db, entity_id)?
+        .ok_or_else(|| StoreError::Internal(format!("the tombstone of {entity_id} vanished")))?;
     Ok((tombstone, true))
 }
 
-fn current_revision(conn: &Connection, kind: EntityKind, entity_id: &str) -> StoreResult<String> {
-    let table = match kind {
-        EntityKind::Artifact => "artifacts",
-        EntityKind::Claim => "claims",
+/// Deletes the full-text rows of the entity's revisions: its rows in every FTS5 table of
+/// its kind (whoever added the table), or in `artifact_search` / `claim_search`.
+fn delete_index_rows(db: Db<'_>, kind: EntityKind, entity_id: &str) -> StoreResult<u64> {
+    let table = kind.revisions_table();
+    let owner_column = kind.owner_column();
+    let tables = match db {
+        Db::Sqlite(conn) => fts_tables(conn)?
+            .into_iter()
+            .filter(|fts| fts.starts_with(kind.fts_prefix()))
+            .map(|fts| (fts, "rowid"))
+            .collect(),
+        Db::Postgres(_) => vec![(format!("{}search", kind.fts_prefix()), "seq")],
     };
-    conn.query_row(
-        &format!("SELECT current_revision_id FROM {table} WHERE id = ?1"),
-        [entity_id],
-        |r| r.get(0),
-    )
-    .optional()?
-    .ok_or_else(|| StoreError::NotFound(format!("{} {entity_id}", kind.as_str())))
+    let mut removed = 0;
+    for (fts, key) in tables {
+        removed += db.execute(
+            &format!("DELETE FROM \"{fts}\" WHERE {key} IN (SELECT seq FROM {table} WHERE {owner_column} = ?1)"),
+            &[&entity_id],
+        )?;
+    }
+    Ok(removed)
+}
+
+fn current_revision(db: Db<'_>, kind: EntityKind, entity_id: &str) -> StoreResult<String> {
+    let sql = match kind {
+        EntityKind::Artifact => "SELECT current_revision_id FROM artifacts WHERE id = ?1",
+        EntityKind::Claim => "SELECT current_revision_id FROM claims WHERE id = ?1",
+    };
+    db.query_opt(sql, &[&entity_id], |r| r.get(0))?
+        .ok_or_else(|| StoreError::NotFound(format!("{} {entity_id}", kind.as_str())))
+}
+
+/// The owner of an artifact or claim, or `NOT_FOUND`.
+pub fn owner_of(db: Db<'_>, kind: EntityKind, entity_id: &str) -> StoreResult<Owner> {
+    let sql = match kind {
+        EntityKind::Artifact => "SELECT workspace_id, project_id, task_id, component FROM artifacts WHERE id = ?1",
+        EntityKind::Claim => "SELECT workspace_id, project_id, task_id, component FROM claims WHERE id = ?1",
+    };
+    db.query_opt(sql, &[&entity_id], |r| owner_from_db_row(r, 0))?
+        .ok_or_else(|| StoreError::NotFound(format!("{} {entity_id}", kind.as_str())))
 }
 
 struct ErasedRevision {
@@ -276,178 +305,122 @@ struct ErasedRevision {
     blake3: String,
 }
 
-fn erased_revisions(conn: &Connection, kind: EntityKind, entity_id: &str) -> StoreResult<Vec<ErasedRevision>> {
+fn erased_revisions(db: Db<'_>, kind: EntityKind, entity_id: &str) -> StoreResult<Vec<ErasedRevision>> {
     let sql = match kind {
         EntityKind::Artifact => {
             "SELECT id, revision_number, blob_size, blob_hash FROM artifact_revisions WHERE artifact_id = ?1 ORDER BY revision_number"
         }
-        EntityKind::Claim => {
-            "SELECT id, revision_number, length(CAST(statement AS BLOB)), statement FROM claim_revisions WHERE claim_id = ?1 ORDER BY revision_number"
-        }
+        EntityKind::Claim => db.pick(
+            "SELECT id, revision_number, length(CAST(statement AS BLOB)), statement FROM claim_revisions WHERE claim_id = ?1 ORDER BY revision_number",
+            "SELECT id, revision_number, octet_length(statement), statement FROM claim_revisions WHERE claim_id = ?1 ORDER BY revision_number",
+        ),
     };
-    let mut stmt = conn.prepare(sql)?;
-    let rows = stmt
-        .query_map([entity_id], |r| {
-            let fourth: String = r.get(3)?;
-            Ok(ErasedRevision {
-                id: r.get(0)?,
-                number: r.get(1)?,
-                size: r.get::<_, i64>(2)?.max(0) as u64,
-                blake3: match kind {
-                    EntityKind::Artifact => fourth,
-                    EntityKind::Claim => Digest::of(fourth.as_bytes()).to_hex(),
-                },
-            })
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows)
-}
-
-/// The (unpurged) claim revisions whose evidence cites any revision of `artifact_id`.
-fn citing_claims(conn: &Connection, artifact_id: &str) -> StoreResult<Value> {
-    let mut stmt = conn.prepare(
-        "SELECT DISTINCT r.claim_id, r.id FROM claim_revisions r, json_each(CASE WHEN json_valid(r.evidence_json) THEN r.evidence_json ELSE '[]' END) e
-         WHERE r.purged = 0 AND json_extract(e.value, '$.artifact_id') = ?1 ORDER BY r.seq",
-    )?;
-    let rows = stmt
-        .query_map([artifact_id], |r| {
-            Ok(json!({"claim_id": r.get::<_, String>(0)?, "revision_id": r.get::<_, String>(1)?}))
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(Value::Array(rows))
-}
-
-/// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer connection (outside any
-/// group), committing on success and rolling back on failure or panic.
-pub fn in_transaction<T>(conn: &Connection, f: impl FnOnce(&Tx<'_>) -> StoreResult<T>) -> StoreResult<T> {
-    struct Rollback<'c>(&'c Connection);
-    impl Drop for Rollback<'_> {
-        fn drop(&mut self) {
-            if !self.0.is_autocommit() {
-                let _ = self.0.execute_batch("ROLLBACK");
-            }
-        }
-    }
-    conn.execute_batch("BEGIN IMMEDIATE")?;
-    let guard = Rollback(conn);
-    let tx = Tx::new(super::Db::Sqlite(conn), crate::timefmt::now());
-    let value = f(&tx)?;
-    conn.execute_batch("COMMIT")?;
-    drop(guard);
-    Ok(value)
-}
-
-/// Runs `f` with `PRAGMA secure_delete = ON`, restoring the previous setting afterwards.
-pub fn with_secure_delete<T>(conn: &Connection, f: impl FnOnce() -> StoreResult<T>) -> StoreResult<T> {
-    let previous: i64 = conn.query_row("PRAGMA secure_delete", [], |r| r.get(0))?;
-    conn.query_row("PRAGMA secure_delete = ON", [], |r| r.get::<_, i64>(0))?;
-    let result = f();
-    let _ = conn.query_row(&format!("PRAGMA secure_delete = {previous}"), [], |r| {
-        r.get::<_, i64>(0)
-    });
-    result
-}
-
-/// How long [`scrub`] waits for readers holding an older snapshot before it reports the
-/// WAL as not yet truncated.
-const CHECKPOINT_PATIENCE: std::time::Duration = if cfg!(test) {
-    std::time::Duration::from_secs(1)
-} else {
-    std::time::Duration::from_secs(20)
-};
-
-/// Physically erases what [`purge`] made unreachable, on the writer connection outside any
-/// transaction (see the module documentation). Returns the tombstone's final erasure
-/// report; `erased` is set only when the WAL was truncated.
-pub fn scrub(conn: &Connection, blobs: &BlobStore, entity_id: &str) -> StoreResult<Value> {
-    with_secure_delete(conn, || {
-        let mut erasure = conn
-            .query_row(
-                "SELECT erasure_json FROM purges WHERE entity_id = ?1",
-                [entity_id],
-                |r| r.get::<_, String>(0),
-            )
-            .optional()?
-            .and_then(|text| serde_json::from_str::<Value>(&text).ok())
-            .unwrap_or_else(|| json!({}));
-        let (removed, shared, pinned) = erase_blobs(conn, blobs, entity_id)?;
-        erasure["removed_blobs"] = json!(removed);
-        erasure["retained_shared_blobs"] = json!(shared);
-        erasure["retained_pinned_blobs"] = json!(pinned);
-        in_transaction(conn, |_| {
-            for fts in fts_tables(conn)? {
-                conn.execute(&format!("INSERT INTO \"{fts}\" (\"{fts}\") VALUES ('optimize')"), [])?;
-            }
-            Ok(())
-        })?;
-        conn.execute_batch("VACUUM")?;
-        erasure["database_rewritten"] = json!(true);
-        let truncated = checkpoint_truncate(conn)?;
-        erasure["wal_truncated"] = json!(truncated);
-        conn.execute(
-            "UPDATE purges SET erasure_json = ?1, erased = ?2 WHERE entity_id = ?3",
-            params![erasure.to_string(), truncated && pinned == 0, entity_id],
-        )?;
-        // The update above is a small WAL frame without any erased byte; truncate again so
-        // the WAL is empty when the purge is acknowledged.
-        if truncated {
-            checkpoint_truncate(conn)?;
-        }
-        Ok(erasure)
+    db.query_all(sql, &[&entity_id], |r| {
+        let fourth: String = r.get(3)?;
+        Ok(ErasedRevision {
+            id: r.get(0)?,
+            number: r.get(1)?,
+            size: r.get::<i64>(2)?.max(0) as u64,
+            blake3: match kind {
+                EntityKind::Artifact => fourth,
+                EntityKind::Claim => Digest::of(fourth.as_bytes()).to_hex(),
+            },
+        })
     })
 }
 
-/// Erases the CAS objects only purged revisions of `entity_id` referenced. Returns
-/// `(removed, retained because a live revision shares them, retained because pinned)`.
-fn erase_blobs(conn: &Connection, blobs: &BlobStore, entity_id: &str) -> StoreResult<(u64, u64, u64)> {
-    let mut stmt = conn.prepare(
-        "SELECT DISTINCT p.blake3, EXISTS (SELECT 1 FROM artifact_revisions r
-                 WHERE r.blob_hash = p.blake3 AND r.purged = 0 AND r.inline_blob IS NULL)
-         FROM purged_revisions p JOIN purges t ON t.entity_id = p.entity_id
-         WHERE p.entity_id = ?1 AND t.entity_type = 'artifact'",
-    )?;
-    let candidates = stmt
-        .query_map([entity_id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?)))?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    let (mut removed, mut shared, mut pinned) = (0, 0, 0);
-    for (hex, live) in candidates {
-        let Some(digest) = Digest::parse(&hex) else { continue };
-        if !blobs.contains(&digest) {
-            continue;
-        }
-        if live {
-            shared += 1;
-        } else if blobs.erase_unpinned(&digest)? {
-            removed += 1;
-        } else {
-            pinned += 1;
-        }
-    }
-    Ok((removed, shared, pinned))
+/// The (unpurged) claim revisions whose evidence cites any revision of `artifact_id`.
+fn citing_claims(db: Db<'_>, artifact_id: &str) -> StoreResult<Value> {
+    let sql = db.pick(
+        "SELECT DISTINCT r.claim_id, r.id, r.seq FROM claim_revisions r, json_each(CASE WHEN json_valid(r.evidence_json) THEN r.evidence_json ELSE '[]' END) e
+         WHERE r.purged = 0 AND json_extract(e.value, '$.artifact_id') = ?1 ORDER BY r.seq",
+        "SELECT DISTINCT r.claim_id, r.id, r.seq FROM claim_revisions r, jsonb_array_elements(CAST(r.evidence_json AS jsonb)) e(value)
+         WHERE r.purged = 0 AND e.value ->> 'artifact_id' = ?1 ORDER BY r.seq",
+    );
+    let rows = db.query_all(sql, &[&artifact_id], |r| {
+        Ok(json!({"claim_id": r.get::<String>(0)?, "revision_id": r.get::<String>(1)?}))
+    })?;
+    Ok(Value::Array(rows))
 }
 
-/// `PRAGMA wal_checkpoint(TRUNCATE)` until it completes or [`CHECKPOINT_PATIENCE`] passes
-/// (a reader in another process, such as a running export, may hold an older snapshot).
-fn checkpoint_truncate(conn: &Connection) -> StoreResult<bool> {
-    let deadline = std::time::Instant::now() + CHECKPOINT_PATIENCE;
-    loop {
-        let busy: i64 = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
-        if busy == 0 {
-            return Ok(true);
-        }
-        if std::time::Instant::now() >= deadline {
-            return Ok(false);
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+/// A purge as the store ran it: what the caller's transaction returned, the tombstone after
+/// the scrub, and why the scrub failed, if it did (the purge itself is committed then).
+#[derive(Debug)]
+pub struct Purged<T> {
+    pub outcome: T,
+    pub tombstone: Tombstone,
+    pub scrub_failure: Option<String>,
 }
 
 impl Store {
+    /// Runs a purge of `entity_id`: `logical` (the checks, [`purge`] and the replay record)
+    /// in one transaction, then the physical scrub unless the tombstone is already erased.
+    /// On the embedded store both run alone on the writer connection (`secure_delete` on);
+    /// on PostgreSQL `logical` is an ordinary mutation of this front end's writer (under the
+    /// database-wide commit lock) and the scrub is [`pg::scrub`]. The tombstone must exist
+    /// once `logical` succeeded.
+    pub fn run_purge<T, F>(&self, entity_id: String, logical: F) -> StoreResult<Purged<T>>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Tx<'_>) -> StoreResult<T> + Send + 'static,
+    {
+        let missing =
+            |entity_id: &str| StoreError::Internal(format!("the tombstone of {entity_id} is missing after its purge"));
+        if let Some(pg_store) = self.postgres() {
+            let outcome = pg_store.write(logical)?;
+            let load = |store: &Store| {
+                store
+                    .read_db(|db| tombstone::load(db, &entity_id))?
+                    .ok_or_else(|| missing(&entity_id))
+            };
+            let mut tombstone = load(self)?;
+            let mut scrub_failure = None;
+            if !tombstone.erased {
+                if let Err(error) = pg::scrub(pg_store, &entity_id) {
+                    scrub_failure = Some(error.to_string());
+                }
+                tombstone = load(self)?;
+            }
+            return Ok(Purged {
+                outcome,
+                tombstone,
+                scrub_failure,
+            });
+        }
+        let blobs = self.blobs()?.clone();
+        self.exclusive(move |conn| {
+            let outcome = with_secure_delete(conn, || in_transaction(conn, logical))?;
+            let mut tombstone = tombstone::load(conn, &entity_id)?.ok_or_else(|| missing(&entity_id))?;
+            let mut scrub_failure = None;
+            if !tombstone.erased {
+                // The purge is committed: a failing scrub (a full disk during VACUUM) leaves
+                // the tombstone incomplete and is reported, not turned into an error that
+                // would hide the committed purge from the caller.
+                if let Err(error) = scrub(conn, &blobs, &entity_id) {
+                    scrub_failure = Some(error.to_string());
+                }
+                tombstone = tombstone::load(conn, &entity_id)?.ok_or_else(|| missing(&entity_id))?;
+            }
+            Ok(Purged {
+                outcome,
+                tombstone,
+                scrub_failure,
+            })
+        })
+    }
+
     /// Finishes the physical erasure of every purge that was interrupted before it
-    /// completed (run when the store is opened). Returns the entities scrubbed.
+    /// completed (run when the store is opened, on either backend). Returns the entities
+    /// scrubbed.
     pub fn resume_purges(&self) -> StoreResult<Vec<String>> {
-        let pending = self.read(tombstone::incomplete)?;
+        let pending = self.read_db(|db| tombstone::incomplete(db))?;
         if pending.is_empty() {
+            return Ok(pending);
+        }
+        if let Some(pg_store) = self.postgres() {
+            for entity in &pending {
+                pg::scrub(pg_store, entity)?;
+            }
             return Ok(pending);
         }
         let blobs = self.blobs()?.clone();
@@ -459,6 +432,11 @@ impl Store {
         })
     }
 }
+
+pub mod pg;
+mod sqlite;
+
+pub use sqlite::{in_transaction, scrub, with_secure_delete};
 
 #[cfg(test)]
 mod tests;

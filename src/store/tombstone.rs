@@ -12,11 +12,11 @@ use crate::protocol::relation::EntityType;
 use std::path::Path;
 
 use super::Db;
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::Connection;
 use serde_json::Value;
 
 use super::error::{StoreError, StoreResult};
-use super::scope::{Owner, owner_from_row};
+use super::scope::{Owner, owner_from_db_row};
 use crate::blob::Digest;
 
 /// Issue kinds `verify` reports about tombstones.
@@ -78,35 +78,34 @@ pub fn any_db(db: Db<'_>) -> StoreResult<bool> {
     Ok(db.query_opt("SELECT 1 FROM purges LIMIT 1", &[], |_| Ok(()))?.is_some())
 }
 
-/// Loads the tombstone of `entity_id`, if it was purged.
-pub fn load(conn: &Connection, entity_id: &str) -> StoreResult<Option<Tombstone>> {
-    let found = conn
-        .query_row(
-            "SELECT entity_type, entity_id, reason, actor, workspace_id, project_id, task_id, component, purged_at,
-                    commit_seq, citing_json, erasure_json, erased
-             FROM purges WHERE entity_id = ?1",
-            [entity_id],
-            |r| {
-                Ok(Tombstone {
-                    entity_type: r.get(0)?,
-                    entity_id: r.get(1)?,
-                    reason: r.get(2)?,
-                    actor: r.get(3)?,
-                    purged_by: owner_from_row(r, 4)?,
-                    purged_at: r.get(8)?,
-                    commit_seq: r.get(9)?,
-                    citing: json_or_null(r.get::<_, String>(10)?),
-                    erasure: json_or_null(r.get::<_, String>(11)?),
-                    erased: r.get(12)?,
-                    revisions: Vec::new(),
-                })
-            },
-        )
-        .optional()?;
+/// Loads the tombstone of `entity_id`, if it was purged (either backend).
+pub fn load<'c>(db: impl Into<Db<'c>>, entity_id: &str) -> StoreResult<Option<Tombstone>> {
+    let db = db.into();
+    let found = db.query_opt(
+        "SELECT entity_type, entity_id, reason, actor, workspace_id, project_id, task_id, component, purged_at,
+                commit_seq, citing_json, erasure_json, erased
+         FROM purges WHERE entity_id = ?1",
+        &[&entity_id],
+        |r| {
+            Ok(Tombstone {
+                entity_type: r.get(0)?,
+                entity_id: r.get(1)?,
+                reason: r.get(2)?,
+                actor: r.get(3)?,
+                purged_by: owner_from_db_row(r, 4)?,
+                purged_at: r.get(8)?,
+                commit_seq: r.get(9)?,
+                citing: json_or_null(r.get::<String>(10)?),
+                erasure: json_or_null(r.get::<String>(11)?),
+                erased: r.get(12)?,
+                revisions: Vec::new(),
+            })
+        },
+    )?;
     let Some(mut tombstone) = found else {
         return Ok(None);
     };
-    tombstone.revisions = revisions(conn, entity_id)?;
+    tombstone.revisions = revisions(db, entity_id)?;
     Ok(Some(tombstone))
 }
 
@@ -115,23 +114,21 @@ fn json_or_null(text: String) -> Value {
 }
 
 /// The erased revisions of `entity_id`, oldest first.
-pub fn revisions(conn: &Connection, entity_id: &str) -> StoreResult<Vec<PurgedRevision>> {
-    let mut stmt = conn.prepare_cached(
+pub fn revisions<'c>(db: impl Into<Db<'c>>, entity_id: &str) -> StoreResult<Vec<PurgedRevision>> {
+    db.into().query_all(
         "SELECT revision_id, revision_number, size_bytes, blake3, erased_fields FROM purged_revisions
          WHERE entity_id = ?1 ORDER BY revision_number",
-    )?;
-    let rows = stmt
-        .query_map([entity_id], |r| {
+        &[&entity_id],
+        |r| {
             Ok(PurgedRevision {
                 revision_id: r.get(0)?,
                 revision_number: r.get(1)?,
-                size_bytes: r.get::<_, i64>(2)?.max(0) as u64,
+                size_bytes: r.get::<i64>(2)?.max(0) as u64,
                 blake3: r.get(3)?,
                 erased_fields: r.get(4)?,
             })
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows)
+        },
+    )
 }
 
 /// The error a read of purged content gets (`NOT_FOUND` with `details.state = "purged"`).
@@ -152,9 +149,7 @@ pub fn purged_error_from(
     entity_id: &str,
     revision_id: Option<&str>,
 ) -> StoreError {
-    // Purge is embedded-store only so far: a PostgreSQL store holds no tombstone to cite.
-    let loaded = db.sqlite().and_then(|conn| load(conn, entity_id));
-    match loaded {
+    match load(db, entity_id) {
         Ok(Some(tombstone)) => StoreError::Purged {
             entity_type,
             entity_id: entity_id.to_owned(),
@@ -176,39 +171,43 @@ pub struct PurgedMention {
     pub purged_at: String,
 }
 
-/// Which of `ids` (entity or revision ids) belong to purged entities.
-pub fn mentions(conn: &Connection, ids: &[String]) -> StoreResult<Vec<PurgedMention>> {
+/// Which of `ids` (entity or revision ids) belong to purged entities. The ids travel as one
+/// JSON array parameter, unpacked by `json_each` or `jsonb_array_elements_text`.
+pub fn mentions<'c>(db: impl Into<Db<'c>>, ids: &[String]) -> StoreResult<Vec<PurgedMention>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
+    let db = db.into();
     let wanted = Value::Array(ids.iter().cloned().map(Value::String).collect()).to_string();
-    let mut stmt = conn.prepare_cached(
+    let sql = db.pick(
         "WITH wanted(id) AS (SELECT DISTINCT value FROM json_each(?1))
          SELECT w.id, p.entity_type, p.entity_id, p.purged_at FROM wanted w JOIN purges p ON p.entity_id = w.id
          UNION ALL
          SELECT w.id, p.entity_type, p.entity_id, p.purged_at
          FROM wanted w JOIN purged_revisions r ON r.revision_id = w.id JOIN purges p ON p.entity_id = r.entity_id",
-    )?;
-    let rows = stmt
-        .query_map(params![wanted], |r| {
-            Ok(PurgedMention {
-                id: r.get(0)?,
-                entity_type: r.get(1)?,
-                entity_id: r.get(2)?,
-                purged_at: r.get(3)?,
-            })
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows)
+        "WITH wanted(id) AS (SELECT DISTINCT value COLLATE \"C\" FROM jsonb_array_elements_text(CAST(CAST(?1 AS text) AS jsonb)))
+         SELECT w.id, p.entity_type, p.entity_id, p.purged_at FROM wanted w JOIN purges p ON p.entity_id = w.id
+         UNION ALL
+         SELECT w.id, p.entity_type, p.entity_id, p.purged_at
+         FROM wanted w JOIN purged_revisions r ON r.revision_id = w.id JOIN purges p ON p.entity_id = r.entity_id",
+    );
+    db.query_all(sql, &[&wanted], |r| {
+        Ok(PurgedMention {
+            id: r.get(0)?,
+            entity_type: r.get(1)?,
+            entity_id: r.get(2)?,
+            purged_at: r.get(3)?,
+        })
+    })
 }
 
-/// Entities whose physical erasure has not completed.
-pub fn incomplete(conn: &Connection) -> StoreResult<Vec<String>> {
-    let mut stmt = conn.prepare("SELECT entity_id FROM purges WHERE erased = 0 ORDER BY commit_seq")?;
-    let rows = stmt
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows)
+/// Entities whose physical erasure has not completed, oldest purge first.
+pub fn incomplete<'c>(db: impl Into<Db<'c>>) -> StoreResult<Vec<String>> {
+    db.into().query_all(
+        "SELECT entity_id FROM purges WHERE erased = 0 ORDER BY commit_seq",
+        &[],
+        |r| r.get(0),
+    )
 }
 
 /// One tombstone problem: `(kind, entity, detail)`.
@@ -256,6 +255,39 @@ pub fn row_checks(db: Db<'_>) -> StoreResult<Vec<Finding>> {
          SELECT r.id FROM claim_revisions r WHERE r.purged = 1 AND r.statement != ''",
         kind::TOMBSTONE,
         "a purged revision still holds content in its row",
+    )?;
+    Ok(findings)
+}
+
+/// The tombstone checks of a PostgreSQL `verify` beyond [`row_checks`]: no search row of a
+/// purged revision, no blob that only purged revisions referenced, and every erasure
+/// completed (the rewrite of old row versions cannot be observed through SQL; `erased` records
+/// that the scrub saw it happen).
+pub fn pg_content_checks(db: Db<'_>) -> StoreResult<Vec<Finding>> {
+    let mut findings: Vec<Finding> = Vec::new();
+    let mut pairs = |sql: &str, kind: &'static str, detail: &str| -> StoreResult<()> {
+        let ids: Vec<String> = db.query_all(sql, &[], |r| r.get(0))?;
+        findings.extend(ids.into_iter().map(|id| (kind, id, detail.to_owned())));
+        Ok(())
+    };
+    pairs(
+        "SELECT r.id FROM artifact_revisions r JOIN artifact_search s ON s.seq = r.seq WHERE r.purged = 1
+         UNION ALL
+         SELECT r.id FROM claim_revisions r JOIN claim_search s ON s.seq = r.seq WHERE r.purged = 1",
+        kind::PURGED_CONTENT_PRESENT,
+        "the full-text projection still indexes the erased content",
+    )?;
+    pairs(
+        "SELECT DISTINCT p.blake3 FROM purged_revisions p JOIN purges t ON t.entity_id = p.entity_id
+         WHERE t.entity_type = 'artifact' AND EXISTS (SELECT 1 FROM blobs b WHERE b.hash = p.blake3)
+           AND NOT EXISTS (SELECT 1 FROM artifact_revisions r WHERE r.blob_hash = p.blake3 AND r.purged = 0 AND r.inline_blob IS NULL)",
+        kind::PURGED_CONTENT_PRESENT,
+        "the database still holds a blob only purged revisions referenced",
+    )?;
+    pairs(
+        "SELECT entity_id FROM purges WHERE erased = 0 ORDER BY commit_seq",
+        kind::PURGE_INCOMPLETE,
+        "the tables that held the erased bytes have not been rewritten since the purge; purge again (or start a front end) to finish",
     )?;
     Ok(findings)
 }

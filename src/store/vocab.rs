@@ -30,6 +30,9 @@ struct Loaded {
     vocabulary: Vocabulary,
     artifact_seq: i64,
     claim_seq: i64,
+    /// Tombstones in the store when it was built: a purge (on any front end of a
+    /// PostgreSQL store) changes the count, and the vocabulary is rebuilt without its terms.
+    purges: i64,
 }
 
 /// The shared vocabulary of one store.
@@ -45,12 +48,14 @@ impl std::fmt::Debug for VocabularyCache {
     }
 }
 
-/// The newest revision `seq` of each table in `conn`'s snapshot.
-fn newest(conn: Db<'_>) -> StoreResult<(i64, i64)> {
+/// The newest revision `seq` of each table in `conn`'s snapshot, and its number of purge
+/// tombstones.
+fn newest(conn: Db<'_>) -> StoreResult<(i64, i64, i64)> {
     conn.query_one(
-        "SELECT (SELECT coalesce(max(seq), 0) FROM artifact_revisions), (SELECT coalesce(max(seq), 0) FROM claim_revisions)",
+        "SELECT (SELECT coalesce(max(seq), 0) FROM artifact_revisions), (SELECT coalesce(max(seq), 0) FROM claim_revisions),
+                (SELECT count(*) FROM purges)",
         &[],
-        |r| Ok((r.get(0)?, r.get(1)?)),
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
     )
 }
 
@@ -61,11 +66,11 @@ impl VocabularyCache {
 
     /// Runs `f` with a vocabulary at least as new as the snapshot `conn` reads.
     pub fn with_current<T>(&self, store: &Store, conn: Db<'_>, f: impl FnOnce(&Vocabulary) -> T) -> StoreResult<T> {
-        let (artifact_seq, claim_seq) = newest(conn)?;
+        let (artifact_seq, claim_seq, purges) = newest(conn)?;
         let current = |loaded: &Option<Loaded>| {
             loaded
                 .as_ref()
-                .is_some_and(|l| l.artifact_seq >= artifact_seq && l.claim_seq >= claim_seq)
+                .is_some_and(|l| l.artifact_seq >= artifact_seq && l.claim_seq >= claim_seq && l.purges >= purges)
         };
         {
             let loaded = self.loaded.read().unwrap_or_else(|e| e.into_inner());
@@ -79,7 +84,13 @@ impl VocabularyCache {
             if current(&loaded) {
                 None
             } else {
-                Some(loaded.as_ref().map(|l| (l.artifact_seq, l.claim_seq)))
+                // After a purge the erased terms must go: rebuild rather than add.
+                Some(
+                    loaded
+                        .as_ref()
+                        .filter(|l| l.purges >= purges)
+                        .map(|l| (l.artifact_seq, l.claim_seq)),
+                )
             }
         };
         if let Some(from) = behind {
@@ -97,6 +108,7 @@ impl VocabularyCache {
                         vocabulary,
                         artifact_seq,
                         claim_seq,
+                        purges,
                     }
                 }
                 _ => {
@@ -138,7 +150,7 @@ fn build(store: &Store) -> StoreResult<Loaded> {
          BEGIN DEFERRED;",
     )?;
     let result = (|| {
-        let (artifact_seq, claim_seq) = newest(Db::Sqlite(&conn))?;
+        let (artifact_seq, claim_seq, purges) = newest(Db::Sqlite(&conn))?;
         let mut vocabulary = Vocabulary::new();
         for table in ["temp.artifact_terms", "temp.claim_terms"] {
             let mut stmt = conn.prepare(&format!("SELECT term, doc FROM {table}"))?;
@@ -159,6 +171,7 @@ fn build(store: &Store) -> StoreResult<Loaded> {
             vocabulary,
             artifact_seq,
             claim_seq,
+            purges,
         })
     })();
     let _ = conn.execute_batch("COMMIT");
@@ -168,7 +181,7 @@ fn build(store: &Store) -> StoreResult<Loaded> {
 /// Builds the vocabulary on PostgreSQL from `ts_stat` over both projections, in the
 /// snapshot `conn` reads (the document frequencies are per revision, as in `fts5vocab`).
 fn build_pg(conn: Db<'_>) -> StoreResult<Loaded> {
-    let (artifact_seq, claim_seq) = newest(conn)?;
+    let (artifact_seq, claim_seq, purges) = newest(conn)?;
     let mut vocabulary = Vocabulary::new();
     for statement in [
         "SELECT word, ndoc FROM ts_stat('SELECT document FROM artifact_search')",
@@ -188,6 +201,7 @@ fn build_pg(conn: Db<'_>) -> StoreResult<Loaded> {
         vocabulary,
         artifact_seq,
         claim_seq,
+        purges,
     })
 }
 

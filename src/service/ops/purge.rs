@@ -13,11 +13,11 @@
 
 use std::collections::BTreeSet;
 
-use rusqlite::{Connection, OptionalExtension};
 use serde_json::{Value, json};
 
 use crate::protocol::purge::{
-    ArtifactPurgeInput, CitingClaim, ClaimPurgeInput, EARLIER_COPIES_NOTICE, PurgeResult, PurgedRevisionRecord,
+    ArtifactPurgeInput, CitingClaim, ClaimPurgeInput, EARLIER_COPIES_NOTICE, EARLIER_COPIES_NOTICE_POSTGRES,
+    PurgeResult, PurgedRevisionRecord,
 };
 use crate::protocol::relation::EntityType;
 use crate::protocol::{Operation, Warning, limits};
@@ -26,9 +26,8 @@ use crate::service::validate;
 use crate::service::{Call, Output, Service, ServiceError, Written};
 use crate::store::idempotency;
 use crate::store::purge::{self as store_purge, EntityKind, PurgeRequest};
-use crate::store::scope::{self, Owner, owner_from_row};
+use crate::store::scope;
 use crate::store::tombstone::{self, Tombstone};
-use crate::store::{StoreError, StoreResult};
 use crate::timefmt::db_to_wire;
 
 /// Warning code: a purged entity or revision is named by this result.
@@ -92,7 +91,6 @@ fn purge(
         EntityKind::Claim => EntityType::Claim,
     };
     service.grant().check_entity(service, entity_type, &entity_id)?;
-    let blobs = service.store().blobs()?.clone();
     let request = PurgeRequest {
         kind,
         entity_id: entity_id.clone(),
@@ -100,45 +98,40 @@ fn purge(
         actor,
         purged_by: ambient.clone(),
     };
-    let (tombstone, step, failure) = service.store().exclusive(move |conn| {
-        let step = store_purge::with_secure_delete(conn, || {
-            store_purge::in_transaction(conn, |tx| {
-                let owner = owner_of(tx.sqlite()?, kind, &request.entity_id)?;
-                scope::check_write(kind.as_str(), &request.entity_id, &owner, &ambient)?;
-                if idempotency::check(tx.db(), &key)?.is_some() {
-                    return Ok(Step::Replayed);
-                }
-                let (tombstone, fresh) = store_purge::purge(tx, &request)?;
-                idempotency::record(tx, &key, &json!({"purge": request.entity_id}), tombstone.commit_seq)?;
-                Ok(if fresh { Step::Purged } else { Step::AlreadyPurged })
-            })
-        })?;
-        let mut tombstone = load(conn, &request.entity_id)?;
-        let mut failure = None;
-        if !tombstone.erased {
-            // The purge is committed: a failing scrub (a full disk during VACUUM) leaves the
-            // tombstone incomplete and is reported, not turned into an error that would
-            // hide the committed purge from the caller.
-            if let Err(error) = store_purge::scrub(conn, &blobs, &request.entity_id) {
-                failure = Some(error.to_string());
-            }
-            tombstone = load(conn, &request.entity_id)?;
+    let purged = service.store().run_purge(entity_id.clone(), move |tx| {
+        let owner = store_purge::owner_of(tx.db(), kind, &request.entity_id)?;
+        scope::check_write(kind.as_str(), &request.entity_id, &owner, &ambient)?;
+        if idempotency::check(tx.db(), &key)?.is_some() {
+            return Ok(Step::Replayed);
         }
-        Ok((tombstone, step, failure))
+        let (tombstone, fresh) = store_purge::purge(tx, &request)?;
+        idempotency::record(tx, &key, &json!({"purge": request.entity_id}), tombstone.commit_seq)?;
+        Ok(if fresh { Step::Purged } else { Step::AlreadyPurged })
     })?;
+    let (tombstone, step, failure) = (purged.tombstone, purged.outcome, purged.scrub_failure);
     service.store().note_purges();
     // The in-memory vocabulary may hold erased terms: rebuild it from the scrubbed index.
     service.vocabulary().invalidate();
     let commit_seq = tombstone.commit_seq;
-    let result = crate::service::to_value(purge_result(&tombstone, matches!(step, Step::Purged)))?;
+    let notice = if service.store().is_embedded() {
+        EARLIER_COPIES_NOTICE
+    } else {
+        EARLIER_COPIES_NOTICE_POSTGRES
+    };
+    let result = crate::service::to_value(purge_result(&tombstone, matches!(step, Step::Purged), notice))?;
     let mut output = Output::mutation(Written { result, commit_seq });
     output.warnings.push(Warning {
         code: EARLIER_COPIES_RETAIN_CONTENT.to_owned(),
-        message: EARLIER_COPIES_NOTICE.to_owned(),
+        message: notice.to_owned(),
     });
     if !tombstone.erased {
+        let waiting = if service.store().is_embedded() {
+            "a reader (such as a running export) held an older snapshot, or a concurrent write pinned shared content"
+        } else {
+            "another session, prepared transaction or replication slot held a snapshot from before the purge, or the tables could not be rewritten"
+        };
         let cause = failure.map_or_else(
-            || "a reader (such as a running export) held an older snapshot, or a concurrent write pinned shared content".to_owned(),
+            || waiting.to_owned(),
             |error| format!("the physical erasure failed: {error}"),
         );
         output.warnings.push(Warning {
@@ -152,28 +145,8 @@ fn purge(
     Ok(output)
 }
 
-fn load(conn: &Connection, entity_id: &str) -> StoreResult<Tombstone> {
-    tombstone::load(conn, entity_id)?
-        .ok_or_else(|| StoreError::Internal(format!("the tombstone of {entity_id} is missing after its purge")))
-}
-
-/// The owner of an artifact or claim, or `NOT_FOUND`.
-fn owner_of(conn: &Connection, kind: EntityKind, entity_id: &str) -> StoreResult<Owner> {
-    let table = match kind {
-        EntityKind::Artifact => "artifacts",
-        EntityKind::Claim => "claims",
-    };
-    conn.query_row(
-        &format!("SELECT workspace_id, project_id, task_id, component FROM {table} WHERE id = ?1"),
-        [entity_id],
-        |r| owner_from_row(r, 0),
-    )
-    .optional()?
-    .ok_or_else(|| StoreError::NotFound(format!("{} {entity_id}", kind.as_str())))
-}
-
 /// The wire acknowledgement of a tombstone.
-fn purge_result(tombstone: &Tombstone, created: bool) -> PurgeResult {
+fn purge_result(tombstone: &Tombstone, created: bool, earlier_copies: &'static str) -> PurgeResult {
     let citing = tombstone
         .citing
         .as_array()
@@ -212,7 +185,7 @@ fn purge_result(tombstone: &Tombstone, created: bool) -> PurgeResult {
         citing_claims: citing,
         erasure: tombstone.erasure.clone(),
         erasure_complete: tombstone.erased,
-        earlier_copies: EARLIER_COPIES_NOTICE.into(),
+        earlier_copies: earlier_copies.into(),
         commit_seq: tombstone.commit_seq,
         created,
     }
@@ -231,7 +204,7 @@ pub(super) fn annotate(service: &Service, op: Operation, mut output: Output) -> 
         return output;
     }
     let ids: Vec<String> = ids.into_iter().collect();
-    let Ok(mentions) = service.store().read(|conn| tombstone::mentions(conn, &ids)) else {
+    let Ok(mentions) = service.store().read_db(|db| tombstone::mentions(db, &ids)) else {
         return output;
     };
     if mentions.is_empty() {

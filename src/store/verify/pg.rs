@@ -30,7 +30,9 @@ pub fn verify(conn: &PgConn) -> StoreResult<VerifyReport> {
     check_records(db, &mut findings, ("artifact_search", "claim_search", "seq"));
     findings.check("blobs", |f| check_blobs(conn, f));
     findings.check("tombstones", |f| {
-        for (kind, entity, detail) in crate::store::tombstone::row_checks(db)? {
+        let mut found = crate::store::tombstone::row_checks(db)?;
+        found.extend(crate::store::tombstone::pg_content_checks(db)?);
+        for (kind, entity, detail) in found {
             f.about(kind, entity, detail);
         }
         Ok(())
