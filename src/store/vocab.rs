@@ -30,8 +30,9 @@ struct Loaded {
     vocabulary: Vocabulary,
     artifact_seq: i64,
     claim_seq: i64,
-    /// Tombstones in the store when it was built: a purge (on any front end of a
-    /// PostgreSQL store) changes the count, and the vocabulary is rebuilt without its terms.
+    /// The newest purge tombstone's `commit_seq` when it was built (0 for none): a purge (on
+    /// any front end of a PostgreSQL store) moves it, and the vocabulary is rebuilt without
+    /// the erased terms. (`commit_seq` is unique and indexed, so this costs no scan.)
     purges: i64,
 }
 
@@ -48,12 +49,12 @@ impl std::fmt::Debug for VocabularyCache {
     }
 }
 
-/// The newest revision `seq` of each table in `conn`'s snapshot, and its number of purge
-/// tombstones.
+/// The newest revision `seq` of each table in `conn`'s snapshot, and its newest purge
+/// tombstone's `commit_seq`.
 fn newest(conn: Db<'_>) -> StoreResult<(i64, i64, i64)> {
     conn.query_one(
         "SELECT (SELECT coalesce(max(seq), 0) FROM artifact_revisions), (SELECT coalesce(max(seq), 0) FROM claim_revisions),
-                (SELECT count(*) FROM purges)",
+                (SELECT coalesce(max(commit_seq), 0) FROM purges)",
         &[],
         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
     )
