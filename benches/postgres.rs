@@ -22,8 +22,7 @@ mod targets;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use memoree::service::{Runtime, Service};
-use memoree::store::Store;
+use memoree::service::Service;
 use memoree::testkit::postgres::TestCluster;
 use serde_json::{Value, json};
 
@@ -74,13 +73,7 @@ fn throughput(services: &[Service]) -> f64 {
 }
 
 fn postgres_front_ends(cluster: &TestCluster, count: usize) -> (Vec<Service>, Vec<tempfile::TempDir>) {
-    let url = cluster.create_database();
-    let dirs: Vec<tempfile::TempDir> = (0..count).map(|_| tempfile::tempdir().unwrap()).collect();
-    let services = dirs
-        .iter()
-        .map(|dir| Service::new(Store::open_postgres(&url, dir.path()).unwrap(), Runtime::default()))
-        .collect();
-    (services, dirs)
+    memoree::testkit::postgres::services(&cluster.create_database(), count)
 }
 
 fn throughput_section(cluster: &TestCluster) {

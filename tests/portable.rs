@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::support::daemon::TestDaemon;
-use crate::support::{TempHome, code, field};
+use crate::support::{TempHome, archive_files, code, field};
 
 fn ok(home: &TempHome, args: &[&str]) -> Value {
     let (status, envelope) = home.run_cli(args);
@@ -61,23 +61,6 @@ fn seed(home: &TempHome) -> (String, String) {
     (artifact, claim_id)
 }
 
-fn files(root: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-            if entry.file_type().unwrap().is_dir() {
-                stack.push(entry.path());
-            } else if entry.file_name() != "manifest.json" {
-                let name = entry.path().strip_prefix(root).unwrap().display().to_string();
-                out.push((name, std::fs::read(entry.path()).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 #[test]
 fn an_export_taken_while_the_daemon_runs_imports_into_a_new_data_dir_and_re_exports_identically() {
     let home = TempHome::new();
@@ -115,7 +98,10 @@ fn an_export_taken_while_the_daemon_runs_imports_into_a_new_data_dir_and_re_expo
             data.to_str().unwrap(),
         ],
     );
-    assert!(files(&archive) == files(&again), "the re-export differs");
+    assert!(
+        archive_files(&archive) == archive_files(&again),
+        "the re-export differs"
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let mut daemon = TestDaemon::spawn_at(

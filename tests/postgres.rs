@@ -178,27 +178,9 @@ fn an_immediate_database_restart_under_four_clients_loses_and_duplicates_nothing
     check_against(&cluster, &database_name(&url), &acknowledged);
 }
 
-/// Every file of an archive but its manifest (whose `created_at` differs), by path.
-fn archive_files(root: &std::path::Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-            if entry.file_type().unwrap().is_dir() {
-                stack.push(entry.path());
-            } else if entry.file_name() != "manifest.json" {
-                let name = entry.path().strip_prefix(root).unwrap().display().to_string();
-                out.push((name, std::fs::read(entry.path()).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 #[test]
 fn the_cli_imports_an_embedded_export_into_postgresql_and_exports_it_back_identically() {
-    use crate::support::{TempHome, field};
+    use crate::support::{TempHome, archive_files, field};
     let home = TempHome::new();
     let ok = |args: &[&str]| {
         let (status, envelope) = home.run_cli(args);

@@ -242,6 +242,44 @@ impl TestCluster {
     }
 }
 
+/// `count` front ends on one fresh database of a new cluster, as `count` `memoree serve`
+/// processes would be: a `Service` each, with its own store handle (writer connection, read
+/// pool) and front-end directory. The services are dropped before the cluster stops.
+pub struct FrontEnds {
+    pub services: Vec<crate::service::Service>,
+    _dirs: Vec<tempfile::TempDir>,
+    pub url: String,
+    pub cluster: TestCluster,
+}
+
+impl FrontEnds {
+    pub fn start(count: usize) -> FrontEnds {
+        let cluster = TestCluster::start();
+        let url = cluster.create_database();
+        let (services, dirs) = services(&url, count);
+        FrontEnds {
+            services,
+            _dirs: dirs,
+            url,
+            cluster,
+        }
+    }
+}
+
+/// `count` front ends on the database at `url`, and the directories they keep their locks and
+/// logs in (remove them after the services).
+pub fn services(url: &str, count: usize) -> (Vec<crate::service::Service>, Vec<tempfile::TempDir>) {
+    let dirs: Vec<tempfile::TempDir> = (0..count).map(|_| tempfile::tempdir().unwrap()).collect();
+    let services = dirs
+        .iter()
+        .map(|dir| {
+            let store = crate::store::Store::open_postgres(url, dir.path()).unwrap();
+            crate::service::Service::new(store, crate::service::Runtime::default())
+        })
+        .collect();
+    (services, dirs)
+}
+
 impl Drop for TestCluster {
     fn drop(&mut self) {
         let data = self.data_dir();

@@ -183,3 +183,21 @@ impl Drop for TempHome {
         }
     }
 }
+
+/// Every file of an archive but its manifest (whose `created_at` differs), by path.
+pub fn archive_files(root: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(entry.path());
+            } else if entry.file_name() != "manifest.json" {
+                let name = entry.path().strip_prefix(root).unwrap().display().to_string();
+                out.push((name, std::fs::read(entry.path()).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
