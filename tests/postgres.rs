@@ -135,7 +135,21 @@ fn two_front_ends_on_one_database_read_each_others_writes_through_the_binary() {
         .client()
         .send_value(&json!({"v": 1, "request_id": "r", "op": "capabilities", "input": {}}))
         .unwrap();
-    assert_eq!(caps.result.unwrap()["authoritative_store"], json!("postgresql"));
+    // What answers is named (spec/v1/DIVERGENCES.md, "A PostgreSQL store names itself").
+    let caps = serde_json::to_value(caps.result.unwrap()).unwrap();
+    assert_eq!(caps["authoritative_store"], json!("postgresql"), "{caps}");
+    assert_eq!(caps["blob_store"], json!("postgresql"), "{caps}");
+    assert!(
+        caps["retrieval"].as_array().unwrap().contains(&json!("postgresql_fts")),
+        "{caps}"
+    );
+    let doctor = b
+        .client()
+        .send_value(&json!({"v": 1, "request_id": "r", "op": "doctor", "input": {}}))
+        .unwrap();
+    let doctor = serde_json::to_value(doctor.result.unwrap()).unwrap();
+    assert_eq!(doctor["authoritative_store"], json!("postgresql"), "{doctor}");
+    assert_eq!(doctor["retrieval_mode"], json!("postgresql_fts"), "{doctor}");
 }
 
 #[test]
