@@ -213,16 +213,25 @@ pub fn incomplete<'c>(db: impl Into<Db<'c>>) -> StoreResult<Vec<String>> {
 /// One tombstone problem: `(kind, entity, detail)`.
 pub type Finding = (&'static str, String, String);
 
+/// Adds one finding of `kind` with `detail` for each id `sql` selects.
+fn findings_of(
+    db: Db<'_>,
+    findings: &mut Vec<Finding>,
+    sql: &str,
+    kind: &'static str,
+    detail: &str,
+) -> StoreResult<()> {
+    let ids: Vec<String> = db.query_all(sql, &[], |r| r.get(0))?;
+    findings.extend(ids.into_iter().map(|id| (kind, id, detail.to_owned())));
+    Ok(())
+}
+
 /// The tombstone checks on rows alone, which both backends make: every purged revision has
 /// its tombstone and blank content, and every tombstone row names a purged revision of its
 /// entity.
 pub fn row_checks(db: Db<'_>) -> StoreResult<Vec<Finding>> {
     let mut findings: Vec<Finding> = Vec::new();
-    let mut pairs = |sql: &str, kind: &'static str, detail: &str| -> StoreResult<()> {
-        let ids: Vec<String> = db.query_all(sql, &[], |r| r.get(0))?;
-        findings.extend(ids.into_iter().map(|id| (kind, id, detail.to_owned())));
-        Ok(())
-    };
+    let mut pairs = |sql: &str, kind: &'static str, detail: &str| findings_of(db, &mut findings, sql, kind, detail);
     pairs(
         "SELECT r.id FROM artifact_revisions r WHERE r.purged = 1
            AND NOT EXISTS (SELECT 1 FROM purged_revisions p WHERE p.revision_id = r.id AND p.entity_id = r.artifact_id)
@@ -265,11 +274,7 @@ pub fn row_checks(db: Db<'_>) -> StoreResult<Vec<Finding>> {
 /// that the scrub saw it happen).
 pub fn pg_content_checks(db: Db<'_>) -> StoreResult<Vec<Finding>> {
     let mut findings: Vec<Finding> = Vec::new();
-    let mut pairs = |sql: &str, kind: &'static str, detail: &str| -> StoreResult<()> {
-        let ids: Vec<String> = db.query_all(sql, &[], |r| r.get(0))?;
-        findings.extend(ids.into_iter().map(|id| (kind, id, detail.to_owned())));
-        Ok(())
-    };
+    let mut pairs = |sql: &str, kind: &'static str, detail: &str| findings_of(db, &mut findings, sql, kind, detail);
     pairs(
         "SELECT r.id FROM artifact_revisions r JOIN artifact_search s ON s.seq = r.seq WHERE r.purged = 1
          UNION ALL

@@ -13,7 +13,7 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 
 use super::claim::evidence_from_json;
 use super::db::Db;
@@ -202,18 +202,22 @@ impl Findings {
 }
 
 fn check_schema(conn: &Connection, f: &mut Findings) -> StoreResult<()> {
-    let version = schema_version(conn)?;
+    check_schema_version(Db::Sqlite(conn), schema_version(conn)?, SCHEMA_VERSION, f)
+}
+
+/// The schema version `db` reports (`version`) against the one this binary writes
+/// (`expected`) and the copy recorded in `meta`; shared by both backends' `verify`.
+fn check_schema_version(db: Db<'_>, version: i64, expected: i64, f: &mut Findings) -> StoreResult<()> {
     f.report.schema_version = version;
-    if version != SCHEMA_VERSION {
+    if version != expected {
         f.issue(
             kind::SCHEMA_VERSION,
             None,
-            format!("database schema version is {version}; this binary writes {SCHEMA_VERSION}"),
+            format!("database schema version is {version}; this binary writes {expected}"),
         );
     }
-    let recorded: Option<String> = conn
-        .query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0))
-        .optional()?;
+    let recorded: Option<String> =
+        db.query_opt("SELECT value FROM meta WHERE key = 'schema_version'", &[], |r| r.get(0))?;
     if recorded.as_deref() != Some(version.to_string().as_str()) {
         f.issue(
             kind::SCHEMA_VERSION,

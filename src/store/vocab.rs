@@ -162,18 +162,7 @@ fn build(store: &Store) -> StoreResult<Loaded> {
                 vocabulary.add_term(&term, u32::try_from(doc).unwrap_or(u32::MAX));
             }
         }
-        let rows: i64 = conn.query_row(
-            "SELECT (SELECT count(*) FROM artifact_revisions) + (SELECT count(*) FROM claim_revisions)",
-            [],
-            |r| r.get(0),
-        )?;
-        vocabulary.add_rows(rows.max(0) as u64);
-        Ok(Loaded {
-            vocabulary,
-            artifact_seq,
-            claim_seq,
-            purges,
-        })
+        loaded(Db::Sqlite(&conn), vocabulary, artifact_seq, claim_seq, purges)
     })();
     let _ = conn.execute_batch("COMMIT");
     result
@@ -192,6 +181,18 @@ fn build_pg(conn: Db<'_>) -> StoreResult<Loaded> {
             vocabulary.add_term(&term, u32::try_from(doc).unwrap_or(u32::MAX));
         }
     }
+    loaded(conn, vocabulary, artifact_seq, claim_seq, purges)
+}
+
+/// The built vocabulary with the revision count of `conn`'s snapshot (the number of rows the
+/// document frequencies are relative to) and the position it was built at.
+fn loaded(
+    conn: Db<'_>,
+    mut vocabulary: Vocabulary,
+    artifact_seq: i64,
+    claim_seq: i64,
+    purges: i64,
+) -> StoreResult<Loaded> {
     let rows: i64 = conn.query_one(
         "SELECT (SELECT count(*) FROM artifact_revisions) + (SELECT count(*) FROM claim_revisions)",
         &[],

@@ -41,28 +41,7 @@ pub fn verify(conn: &PgConn) -> StoreResult<VerifyReport> {
 }
 
 fn check_schema(conn: &PgConn, f: &mut Findings) -> StoreResult<()> {
-    let version = pg::schema_version(conn)?;
-    f.report.schema_version = version;
-    if version != pg::SCHEMA_VERSION {
-        f.issue(
-            kind::SCHEMA_VERSION,
-            None,
-            format!(
-                "database schema version is {version}; this binary writes {}",
-                pg::SCHEMA_VERSION
-            ),
-        );
-    }
-    let recorded: Option<String> =
-        Db::Postgres(conn).query_opt("SELECT value FROM meta WHERE key = 'schema_version'", &[], |r| r.get(0))?;
-    if recorded.as_deref() != Some(version.to_string().as_str()) {
-        f.issue(
-            kind::SCHEMA_VERSION,
-            None,
-            format!("meta.schema_version is {recorded:?}, but the database reports {version}"),
-        );
-    }
-    Ok(())
+    super::check_schema_version(Db::Postgres(conn), pg::schema_version(conn)?, pg::SCHEMA_VERSION, f)
 }
 
 fn check_blobs(conn: &PgConn, f: &mut Findings) -> StoreResult<()> {
