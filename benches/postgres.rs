@@ -199,7 +199,7 @@ fn recall_section(cluster: &TestCluster) {
 }
 
 fn main() {
-    let cluster = TestCluster::start();
+    let cluster = TestCluster::start_required();
     if sections::selected("throughput") {
         throughput_section(&cluster);
     }

@@ -3,6 +3,7 @@
 mod support;
 
 mod cli;
+mod client_example;
 mod compose;
 mod context;
 mod crash;

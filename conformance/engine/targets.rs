@@ -40,7 +40,7 @@ impl Target {
         let listen = self.daemon_listen.as_deref().map_or(Ok(Listen::Unix), Listen::parse)?;
         let store = match self.daemon_store.as_deref() {
             None => None,
-            Some("postgres") => Some(Arc::new(memoree::testkit::postgres::TestCluster::start())),
+            Some("postgres") => Some(Arc::new(memoree::testkit::postgres::TestCluster::start_required())),
             Some(other) => return Err(format!("--daemon-store must be postgres, not {other:?}")),
         };
         let binary = match &self.binary {

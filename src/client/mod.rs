@@ -6,7 +6,8 @@
 //! credentials and failure classification); [`autostart::Autostart`] starts the
 //! default daemon when it is not running; [`control`] implements `daemon
 //! status|stop|restart`. Both transports implement [`Transport`] (the seam shared with
-//! `service::InProcess`), so every caller gets typed exchanges through [`Exchange`]:
+//! `service::InProcess`), so every caller gets typed exchanges through [`Exchange`] (the
+//! example is compiled by `tests/client_example.rs`):
 //!
 //! ```no_run
 //! use memoree::client::{Exchange, autostart::Autostart};

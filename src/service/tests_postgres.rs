@@ -44,7 +44,7 @@ fn assert_claim(service: &Service, key: &str, statement: &str) -> Value {
 
 #[test]
 fn artifacts_written_on_one_front_end_read_back_exactly_on_another_inline_and_chunked() {
-    let f = FrontEnds::start(2);
+    let Some(f) = FrontEnds::start(2) else { return };
     let (a, b) = (&f.services[0], &f.services[1]);
     let small = put(a, "k1", "PostgreSQL is the shared store.");
     assert_eq!(
@@ -75,7 +75,7 @@ fn artifacts_written_on_one_front_end_read_back_exactly_on_another_inline_and_ch
 
 #[test]
 fn a_replayed_key_on_another_front_end_returns_the_original_acknowledgement() {
-    let f = FrontEnds::start(2);
+    let Some(f) = FrontEnds::start(2) else { return };
     let first = put(&f.services[0], "same", "once");
     let mut again = put(&f.services[1], "same", "once");
     assert_eq!(again["created"], json!(false), "a replay says it created nothing new");
@@ -91,7 +91,8 @@ fn a_replayed_key_on_another_front_end_returns_the_original_acknowledgement() {
 
 #[test]
 fn two_front_ends_racing_on_the_same_keys_apply_each_exactly_once() {
-    let f = Arc::new(FrontEnds::start(2));
+    let Some(f) = FrontEnds::start(2) else { return };
+    let f = Arc::new(f);
     for round in 0..10 {
         let barrier = Arc::new(Barrier::new(4));
         let racers: Vec<_> = (0..4)
@@ -123,7 +124,7 @@ fn two_front_ends_racing_on_the_same_keys_apply_each_exactly_once() {
 
 #[test]
 fn a_stale_if_revision_on_another_front_end_is_a_revision_conflict() {
-    let f = FrontEnds::start(2);
+    let Some(f) = FrontEnds::start(2) else { return };
     let claim = assert_claim(&f.services[0], "c1", "The writer lock is a row lock.");
     let revise = |service: &Service, key: &str, if_revision: &Value, statement: &str| {
         call(
@@ -150,7 +151,7 @@ fn a_stale_if_revision_on_another_front_end_is_a_revision_conflict() {
 
 #[test]
 fn a_contradiction_opens_one_case_visible_from_every_front_end_and_a_revision_reopens_it() {
-    let f = FrontEnds::start(2);
+    let Some(f) = FrontEnds::start(2) else { return };
     let a = assert_claim(&f.services[0], "a", "Deploys happen on Fridays.");
     let b = assert_claim(&f.services[1], "b", "Deploys never happen on Fridays.");
     ok(
@@ -197,7 +198,8 @@ fn a_contradiction_opens_one_case_visible_from_every_front_end_and_a_revision_re
 
 #[test]
 fn commit_seq_is_gapless_across_front_ends_and_every_mutation_has_one_event() {
-    let f = Arc::new(FrontEnds::start(2));
+    let Some(f) = FrontEnds::start(2) else { return };
+    let f = Arc::new(f);
     let writers: Vec<_> = (0..4)
         .map(|w| {
             let f = Arc::clone(&f);
@@ -224,7 +226,7 @@ fn commit_seq_is_gapless_across_front_ends_and_every_mutation_has_one_event() {
 
 #[test]
 fn search_recall_and_context_build_run_the_same_pipeline_on_postgresql_full_text_search() {
-    let f = FrontEnds::start(2);
+    let Some(f) = FrontEnds::start(2) else { return };
     let (a, b) = (&f.services[0], &f.services[1]);
     put(
         a,
@@ -281,7 +283,7 @@ fn search_recall_and_context_build_run_the_same_pipeline_on_postgresql_full_text
 
 #[test]
 fn a_read_ahead_of_every_commit_is_index_not_ready_on_postgresql_too() {
-    let f = FrontEnds::start(1);
+    let Some(f) = FrontEnds::start(1) else { return };
     let ack = put(&f.services[0], "k", "something");
     let ahead = call(
         &f.services[0],
@@ -293,7 +295,7 @@ fn a_read_ahead_of_every_commit_is_index_not_ready_on_postgresql_too() {
 
 #[test]
 fn reindex_runs_on_postgresql_and_another_front_end_searches_the_rebuilt_projection() {
-    let f = FrontEnds::start(2);
+    let Some(f) = FrontEnds::start(2) else { return };
     put(&f.services[0], "k", "something to reindex");
     let reindexed = ok(&f.services[0], json!({"request_id": "r", "op": "reindex", "input": {}}));
     assert_eq!(reindexed["reindexed_artifact_revisions"], 1);
@@ -308,7 +310,7 @@ fn reindex_runs_on_postgresql_and_another_front_end_searches_the_rebuilt_project
 #[test]
 fn a_remote_credential_reaches_only_its_workspaces_on_postgresql_too() {
     use crate::service::{Grant, OUTSIDE_GRANT_REASON};
-    let f = FrontEnds::start(2);
+    let Some(f) = FrontEnds::start(2) else { return };
     let (a, b) = (&f.services[0], &f.services[1]);
     let foreign = json!({"workspace_id": "wsp_other", "project_id": "prj_other"});
     let secret = ok(
@@ -354,7 +356,7 @@ fn a_remote_credential_reaches_only_its_workspaces_on_postgresql_too() {
 
 #[test]
 fn verify_backup_create_and_import_answer_on_postgresql_with_their_usual_results() {
-    let f = FrontEnds::start(2);
+    let Some(f) = FrontEnds::start(2) else { return };
     let (a, b) = (&f.services[0], &f.services[1]);
     put(a, "k1", &"a long line of team memory\n".repeat(1_000));
     let verified = ok(b, json!({"request_id": "r", "op": "verify", "input": {}}));

@@ -11,7 +11,10 @@
 //! taken from `MEMOREE_PG_BIN`, else the newest `/usr/lib/postgresql/*/bin`, else `pg_config
 //! --bindir`.
 //!
-//! **Invariant:** a missing PostgreSQL is a panic naming what to install, never a skipped test.
+//! **Invariant:** a test that needs PostgreSQL calls [`TestCluster::start`], which skips the test
+//! visibly when the server binaries are missing ([`super::parts`]) and fails it in strict mode
+//! (CI). Benches and the conformance runner's explicit `--daemon-store postgres` call
+//! [`TestCluster::start_required`], which panics naming what to install.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -38,15 +41,36 @@ pub struct TestCluster {
 const TEMPLATE: &str = "memoree_template";
 
 impl TestCluster {
+    /// Initializes and starts a new cluster for the running test, or reports the test skipped
+    /// and returns `None` when the PostgreSQL server binaries are missing (a failure in strict
+    /// mode, see [`super::parts`]). Panics when PostgreSQL is installed but does not start.
+    pub fn start() -> Option<TestCluster> {
+        match server_bin_dir() {
+            Some(bin) => Some(TestCluster::start_with(bin)),
+            None => {
+                super::parts::skip(
+                    super::parts::Part::Postgres,
+                    &super::parts::current_test(),
+                    "no initdb/pg_ctl in MEMOREE_PG_BIN, /usr/lib/postgresql/*/bin or pg_config --bindir",
+                );
+                None
+            }
+        }
+    }
+
     /// Initializes and starts a new cluster. Panics with the reason when PostgreSQL is not
     /// installed or does not start.
-    pub fn start() -> TestCluster {
+    pub fn start_required() -> TestCluster {
         let bin = server_bin_dir().unwrap_or_else(|| {
             panic!(
                 "PostgreSQL server binaries not found: install the `postgresql` package \
                  (apt-get install postgresql) or set MEMOREE_PG_BIN to the directory holding initdb and pg_ctl"
             )
         });
+        TestCluster::start_with(bin)
+    }
+
+    fn start_with(bin: PathBuf) -> TestCluster {
         let run_as = if rustix::process::geteuid().is_root() {
             Some(std::env::var("MEMOREE_PG_USER").unwrap_or_else(|_| "postgres".to_owned()))
         } else {
@@ -253,16 +277,18 @@ pub struct FrontEnds {
 }
 
 impl FrontEnds {
-    pub fn start(count: usize) -> FrontEnds {
-        let cluster = TestCluster::start();
+    /// `None` after reporting the running test skipped when PostgreSQL is missing (see
+    /// [`TestCluster::start`]).
+    pub fn start(count: usize) -> Option<FrontEnds> {
+        let cluster = TestCluster::start()?;
         let url = cluster.create_database();
         let (services, dirs) = services(&url, count);
-        FrontEnds {
+        Some(FrontEnds {
             services,
             _dirs: dirs,
             url,
             cluster,
-        }
+        })
     }
 }
 
@@ -322,7 +348,7 @@ mod tests {
 
     #[test]
     fn a_store_database_is_a_copy_of_the_migrated_schema_that_opens_without_migrating() {
-        let cluster = TestCluster::start();
+        let Some(cluster) = TestCluster::start() else { return };
         let first = cluster.create_store_database();
         let second = cluster.create_store_database();
         assert_ne!(first, second);
@@ -337,7 +363,7 @@ mod tests {
 
     #[test]
     fn a_test_cluster_starts_serves_sql_and_survives_an_immediate_restart() {
-        let cluster = TestCluster::start();
+        let Some(cluster) = TestCluster::start() else { return };
         let url = cluster.create_database();
         assert!(url.contains(path_str(cluster.dir())));
         assert_eq!(cluster.psql("SELECT 40 + 2").trim(), "42");

@@ -22,7 +22,7 @@ fn on_both(check: impl Fn(Db<'_>)) {
         .unwrap();
     check(Db::Sqlite(&sqlite));
 
-    let cluster = TestCluster::start();
+    let Some(cluster) = TestCluster::start() else { return };
     let store = PgStore::open(&cluster.create_database()).unwrap();
     let conn = store.connection().unwrap();
     conn.batch(TABLE).unwrap();

@@ -112,7 +112,7 @@ mod tests {
 
     #[test]
     fn a_blob_is_chunked_deduplicated_and_read_back_exactly() {
-        let (_cluster, store) = fresh_store();
+        let Some((_cluster, store)) = fresh_store() else { return };
         let conn = store.connection().unwrap();
         let bytes: Vec<u8> = (0..(2 * CHUNK_BYTES + 123)).map(|i| (i * 7 % 251) as u8).collect();
         let digest = put(&conn, &bytes).unwrap();
@@ -133,7 +133,7 @@ mod tests {
 
     #[test]
     fn a_corrupted_or_missing_blob_is_an_integrity_error_never_other_bytes() {
-        let (_cluster, store) = fresh_store();
+        let Some((_cluster, store)) = fresh_store() else { return };
         let conn = store.connection().unwrap();
         let bytes = vec![42u8; CHUNK_BYTES + 1];
         let digest = put(&conn, &bytes).unwrap();

@@ -11,10 +11,11 @@ use crate::store::{Event, EventEntity};
 use crate::testkit::postgres::TestCluster;
 
 /// A fresh cluster with one migrated, empty store.
-pub(crate) fn fresh_store() -> (TestCluster, PgStore) {
-    let cluster = TestCluster::start();
+/// `None` after reporting the test skipped when PostgreSQL is missing.
+pub(crate) fn fresh_store() -> Option<(TestCluster, PgStore)> {
+    let cluster = TestCluster::start()?;
     let store = PgStore::open(&cluster.create_database()).unwrap();
-    (cluster, store)
+    Some((cluster, store))
 }
 
 /// One logical mutation as the service performs it: replay check, commit sequence, event and
@@ -49,7 +50,7 @@ fn keyed_mutation(tx: &Tx<'_>, key: &str) -> StoreResult<(i64, bool)> {
 
 #[test]
 fn a_new_database_is_migrated_once_and_reopening_changes_nothing() {
-    let cluster = TestCluster::start();
+    let Some(cluster) = TestCluster::start() else { return };
     let url = cluster.create_database();
     let first = PgStore::open(&url).unwrap();
     let version = first.read(schema_version).unwrap();
@@ -66,7 +67,7 @@ fn a_new_database_is_migrated_once_and_reopening_changes_nothing() {
 
 #[test]
 fn front_ends_starting_together_on_an_empty_database_migrate_it_exactly_once() {
-    let cluster = TestCluster::start();
+    let Some(cluster) = TestCluster::start() else { return };
     let url = cluster.create_database();
     let barrier = Arc::new(Barrier::new(4));
     let opened: Vec<_> = (0..4)
@@ -87,7 +88,7 @@ fn front_ends_starting_together_on_an_empty_database_migrate_it_exactly_once() {
 
 #[test]
 fn a_foreign_database_or_a_newer_schema_is_refused_untouched() {
-    let cluster = TestCluster::start();
+    let Some(cluster) = TestCluster::start() else { return };
     let url = cluster.create_database();
     let name = url.split('/').nth(3).unwrap().split('?').next().unwrap().to_owned();
     cluster.psql(&format!("ALTER DATABASE {name} OWNER TO memoree"));
@@ -112,7 +113,7 @@ fn a_foreign_database_or_a_newer_schema_is_refused_untouched() {
 
 #[test]
 fn history_rows_cannot_be_updated_deleted_or_truncated() {
-    let (_cluster, store) = fresh_store();
+    let Some((_cluster, store)) = fresh_store() else { return };
     store.write(|tx| keyed_mutation(tx, "k")).unwrap();
     let conn = store.connection().unwrap();
     for sql in [
@@ -134,7 +135,7 @@ fn history_rows_cannot_be_updated_deleted_or_truncated() {
 
 #[test]
 fn commit_seq_has_no_gaps_across_front_ends_writing_concurrently() {
-    let cluster = TestCluster::start();
+    let Some(cluster) = TestCluster::start() else { return };
     let url = cluster.create_database();
     let front_ends: Vec<PgStore> = (0..2).map(|_| PgStore::open(&url).unwrap()).collect();
     let writers: Vec<_> = (0..8)
@@ -167,7 +168,7 @@ fn commit_seq_has_no_gaps_across_front_ends_writing_concurrently() {
 
 #[test]
 fn the_same_idempotency_key_on_two_front_ends_at_once_is_applied_exactly_once() {
-    let cluster = TestCluster::start();
+    let Some(cluster) = TestCluster::start() else { return };
     let url = cluster.create_database();
     let front_ends: Vec<PgStore> = (0..2).map(|_| PgStore::open(&url).unwrap()).collect();
     for round in 0..20 {
@@ -199,7 +200,7 @@ fn the_same_idempotency_key_on_two_front_ends_at_once_is_applied_exactly_once() 
 
 #[test]
 fn a_failed_mutation_leaves_nothing_and_takes_no_commit_seq() {
-    let (_cluster, store) = fresh_store();
+    let Some((_cluster, store)) = fresh_store() else { return };
     let failed = store.write(|tx| -> StoreResult<()> {
         keyed_mutation(tx, "doomed")?;
         Err(StoreError::Invalid("refused after writing".to_owned()))
@@ -215,7 +216,7 @@ fn a_failed_mutation_leaves_nothing_and_takes_no_commit_seq() {
 
 #[test]
 fn a_mutation_acknowledged_before_an_immediate_restart_survives_it_and_writing_resumes() {
-    let cluster = TestCluster::start();
+    let Some(cluster) = TestCluster::start() else { return };
     let store = PgStore::open(&cluster.create_database()).unwrap();
     let (seq, _) = store.write(|tx| keyed_mutation(tx, "before")).unwrap();
     cluster.restart_immediate();
@@ -257,7 +258,7 @@ fn a_mutation_acknowledged_before_an_immediate_restart_survives_it_and_writing_r
 fn an_immediate_restart_under_four_client_load_loses_and_duplicates_nothing_acknowledged() {
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    let cluster = TestCluster::start();
+    let Some(cluster) = TestCluster::start() else { return };
     let url = cluster.create_database();
     let front_ends: Vec<PgStore> = (0..2).map(|_| PgStore::open(&url).unwrap()).collect();
     let stop = Arc::new(AtomicBool::new(false));

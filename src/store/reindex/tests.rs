@@ -16,8 +16,9 @@ struct PgFixture {
 }
 
 /// `count` front ends on one fresh database.
-fn front_ends(count: usize) -> PgFixture {
-    let cluster = TestCluster::start();
+/// `None` after reporting the test skipped when PostgreSQL is missing.
+fn front_ends(count: usize) -> Option<PgFixture> {
+    let cluster = TestCluster::start()?;
     let url = cluster.create_database();
     let database = url.split("@/").nth(1).unwrap().split('?').next().unwrap().to_owned();
     let dirs: Vec<tempfile::TempDir> = (0..count).map(|_| tempfile::tempdir().unwrap()).collect();
@@ -25,12 +26,12 @@ fn front_ends(count: usize) -> PgFixture {
         .iter()
         .map(|dir| Service::new(Store::open_postgres(&url, dir.path()).unwrap(), Runtime::default()))
         .collect();
-    PgFixture {
+    Some(PgFixture {
         cluster,
         database,
         _front_ends: dirs,
         services,
-    }
+    })
 }
 
 impl PgFixture {
@@ -102,7 +103,7 @@ fn hits(service: &Service, query: &str) -> usize {
 
 #[test]
 fn reindex_on_postgresql_restores_missing_and_corrupted_rows_exactly_as_written_without_a_commit() {
-    let f = front_ends(1);
+    let Some(f) = front_ends(1) else { return };
     let service = &f.services[0];
     seed(service);
     let written = f.projection();
@@ -143,7 +144,7 @@ fn reindex_on_postgresql_restores_missing_and_corrupted_rows_exactly_as_written_
 
 #[test]
 fn a_blob_that_cannot_be_read_fails_the_postgres_reindex_and_keeps_the_old_projection() {
-    let f = front_ends(1);
+    let Some(f) = front_ends(1) else { return };
     let service = &f.services[0];
     seed(service);
     f.psql("DELETE FROM claim_search WHERE seq = (SELECT min(seq) FROM claim_search)");
@@ -165,7 +166,7 @@ fn a_blob_that_cannot_be_read_fails_the_postgres_reindex_and_keeps_the_old_proje
 
 #[test]
 fn a_postgres_reindex_never_interleaves_with_writes_of_another_front_end() {
-    let f = front_ends(2);
+    let Some(f) = front_ends(2) else { return };
     seed(&f.services[0]);
     let writer = f.services[1].clone();
     let writes = std::thread::spawn(move || {
