@@ -90,14 +90,19 @@ pub fn current_test() -> String {
 /// Under [`strict`] mode this panics; elsewhere it prints the notice, records the skip for the
 /// run's summary and returns, and the caller returns without asserting anything.
 pub fn skip(part: Part, test: &str, why: &str) {
+    if strict() {
+        panic!(
+            "MISSING TEST PART: {test} needs {} ({why}), and CI or MEMOREE_REQUIRE_TEST_PARTS=1 requires \
+             every test part; install: {}",
+            part.name(),
+            part.install_hint()
+        );
+    }
     let notice = format!(
         "SKIPPED {test}: needs {} ({why}); install: {}",
         part.name(),
         part.install_hint()
     );
-    if strict() {
-        panic!("{notice} [strict: CI or MEMOREE_REQUIRE_TEST_PARTS=1 requires every test part]");
-    }
     let _ = writeln!(std::io::stderr(), "{notice}");
     record(part, test);
 }
