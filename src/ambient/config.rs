@@ -24,7 +24,7 @@ const CONFIG_KEYS: &[&str] = &[
 ];
 const PERSONAL_KEYS: &[&str] = &["workspace_id", "project_id", "pins"];
 const REMEMBER_KEYS: &[&str] = &["compiler"];
-const STORE_KEYS: &[&str] = &["url"];
+const STORE_KEYS: &[&str] = &["url", "wait"];
 
 /// The settings read from `config.toml`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -38,6 +38,9 @@ pub struct Settings {
     /// `[store] url = "postgres://…"`: the PostgreSQL database `memoree serve` uses instead of
     /// the embedded store in the data directory (`--store` overrides it).
     pub store_url: Option<String>,
+    /// `[store] wait = SECONDS`: how long `memoree serve` waits for its PostgreSQL database at
+    /// startup (`--store-wait` overrides it).
+    pub store_wait_secs: Option<u64>,
 }
 
 /// Loads `config.toml`. A missing file gives the default settings; an unreadable or
@@ -92,10 +95,17 @@ fn parse_settings(path: &Path, text: &str) -> Result<Settings, AmbientError> {
         }
         Some(_) => return Err(invalid("`store` must be a table".to_owned())),
     };
+    let store_wait_secs = match table.get("store") {
+        Some(toml::Value::Table(store)) => {
+            parse_store_wait(store).map_err(|problem| invalid(format!("[store]: {problem}")))?
+        }
+        _ => None,
+    };
     Ok(Settings {
         personal,
         remember_compiler,
         store_url,
+        store_wait_secs,
     })
 }
 
@@ -106,6 +116,14 @@ fn parse_store(table: &toml::Table) -> Result<Option<String>, String> {
         Some(toml::Value::String(url)) if crate::store::pg::is_postgres_url(url) => Ok(Some(url.clone())),
         Some(toml::Value::String(_)) => Err("`url` must be a postgres:// or postgresql:// URL".to_owned()),
         Some(_) => Err("`url` must be a string".to_owned()),
+    }
+}
+
+fn parse_store_wait(table: &toml::Table) -> Result<Option<u64>, String> {
+    match table.get("wait") {
+        None => Ok(None),
+        Some(toml::Value::Integer(seconds)) if *seconds >= 0 => Ok(Some(*seconds as u64)),
+        Some(_) => Err("`wait` must be a whole number of seconds, 0 or more".to_owned()),
     }
 }
 
@@ -174,6 +192,22 @@ mod tests {
         ] {
             let message = config_message(text);
             assert!(message.contains(problem), "{text}: {message}");
+        }
+    }
+
+    #[test]
+    fn the_store_table_bounds_the_startup_wait_in_whole_seconds() {
+        let settings = parse("[store]\nurl = \"postgres://memoree@db/memoree\"\nwait = 120\n").unwrap();
+        assert_eq!(settings.store_wait_secs, Some(120));
+        assert_eq!(parse("[store]\nwait = 0\n").unwrap().store_wait_secs, Some(0));
+        assert_eq!(parse("[store]\n").unwrap().store_wait_secs, None);
+        for text in [
+            "[store]\nwait = -1\n",
+            "[store]\nwait = \"60s\"\n",
+            "[store]\nwait = 1.5\n",
+        ] {
+            let message = config_message(text);
+            assert!(message.contains("whole number of seconds"), "{text}: {message}");
         }
     }
 

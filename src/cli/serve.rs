@@ -29,6 +29,11 @@ pub struct ServeArgs {
     /// in config.toml, else the embedded store]
     #[arg(long, value_name = "URL")]
     pub store: Option<String>,
+    /// With a PostgreSQL store: how long to wait for the database to accept connections at
+    /// startup, retrying with backoff and answering `doctor` meanwhile, before exiting with an
+    /// error [default: `[store] wait` in config.toml, else 60]
+    #[arg(long, value_name = "SECONDS")]
+    pub store_wait: Option<u64>,
     /// Allow a plain `tcp://` address that is not loopback: no authentication, no
     /// encryption. Prefer `tls://`.
     #[arg(long)]
@@ -75,6 +80,10 @@ fn config(args: &ServeArgs) -> Result<DaemonConfig, CliError> {
         }
     };
     config.allow_non_loopback_tcp = args.dangerously_allow_non_loopback_tcp;
+    let settings = || {
+        let config_file = resolve()?.config_file;
+        crate::ambient::load_settings(&config_file).map_err(|e| CliError::Config(e.to_string()))
+    };
     config.store_url = match &args.store {
         Some(url) if crate::store::pg::is_postgres_url(url) => Some(crate::store::pg::PgUrl(url.clone())),
         Some(_) => {
@@ -82,14 +91,17 @@ fn config(args: &ServeArgs) -> Result<DaemonConfig, CliError> {
                 "--store must be a postgres:// or postgresql:// URL".to_owned(),
             ));
         }
-        None => {
-            let config_file = resolve()?.config_file;
-            crate::ambient::load_settings(&config_file)
-                .map_err(|e| CliError::Config(e.to_string()))?
-                .store_url
-                .map(crate::store::pg::PgUrl)
-        }
+        None => settings()?.store_url.map(crate::store::pg::PgUrl),
     };
+    if config.store_url.is_some() {
+        let wait = match args.store_wait {
+            Some(seconds) => Some(seconds),
+            None => settings()?.store_wait_secs,
+        };
+        if let Some(seconds) = wait {
+            config.store_wait = std::time::Duration::from_secs(seconds);
+        }
+    }
     if matches!(config.listen, Endpoint::Tls(_)) {
         let paths = resolve()?;
         config.remote = RemoteConfig::load(&paths.config_file).map_err(CliError::Config)?;

@@ -93,7 +93,15 @@ pub struct DaemonConfig {
     /// A PostgreSQL database to serve instead of the embedded store in `data_dir` (which
     /// then holds only this daemon's lock and log).
     pub store_url: Option<crate::store::pg::PgUrl>,
+    /// How long a daemon serving `store_url` waits for the database to accept connections
+    /// (answering `doctor` and failing other requests with `store_unavailable` meanwhile)
+    /// before it exits with an error; see [`DEFAULT_STORE_WAIT`].
+    pub store_wait: Duration,
 }
+
+/// How long a front end waits for its PostgreSQL database at startup by default
+/// (`memoree serve --store-wait SECONDS`, `[store] wait` in config.toml).
+pub const DEFAULT_STORE_WAIT: Duration = Duration::from_secs(60);
 
 impl DaemonConfig {
     pub fn new(listen: Endpoint, data_dir: impl Into<PathBuf>) -> DaemonConfig {
@@ -107,6 +115,7 @@ impl DaemonConfig {
             max_frame_bytes: MAX_FRAME_BYTES,
             timeouts: ServerTimeouts::default(),
             store_url: None,
+            store_wait: DEFAULT_STORE_WAIT,
         }
     }
 }
@@ -189,6 +198,8 @@ struct Prepared {
     tls: Option<remote::ServerTls>,
     _data_lock: listener::DataDirLock,
     config: DaemonConfig,
+    /// The outcome of a PostgreSQL store's startup (see [`Store::start_postgres`]).
+    startup: Option<oneshot::Receiver<Result<(), crate::store::StoreError>>>,
 }
 
 /// Checks the policy, locks the data dir, opens the store and binds, in that order.
@@ -205,18 +216,32 @@ fn prepare(config: &DaemonConfig) -> Result<Prepared, DaemonError> {
     if let Some(runtime_dir) = &config.private_runtime_dir {
         crate::fsutil::ensure_private_dir(runtime_dir, LAYOUT_ENTRIES)?;
     }
+    let mut startup = None;
     let store = match &config.store_url {
         // The PostgreSQL driver blocks on its own runtime, which may not happen on a thread
-        // that drives this daemon's tasks: connect (and migrate) from a plain thread.
+        // that drives this daemon's tasks: connect (and migrate) from plain threads. The
+        // store answers at once; it connects in the background, and the daemon stops if it
+        // cannot within `store_wait`.
         Some(url) => std::thread::scope(|scope| {
             scope
-                .spawn(|| Store::open_postgres(&url.0, &config.data_dir))
+                .spawn(|| Store::start_postgres(&url.0, &config.data_dir, config.store_wait))
                 .join()
                 .unwrap_or_else(|_| {
                     Err(crate::store::StoreError::Internal(
                         "opening the PostgreSQL store panicked".to_owned(),
                     ))
                 })
+        })
+        .and_then(|store| {
+            let (done, outcome) = oneshot::channel();
+            let waiting = store.clone();
+            std::thread::Builder::new()
+                .name("memoree-store-start".to_owned())
+                .spawn(move || {
+                    let _ = done.send(waiting.wait_postgres_ready());
+                })?;
+            startup = Some(outcome);
+            Ok(store)
         }),
         None => Store::open(&config.data_dir),
     }
@@ -233,6 +258,7 @@ fn prepare(config: &DaemonConfig) -> Result<Prepared, DaemonError> {
         tls,
         _data_lock: data_lock,
         config: config.clone(),
+        startup,
     })
 }
 
@@ -361,6 +387,7 @@ async fn serve(prepared: Prepared, shutdown: impl Future<Output = ()>) -> Result
         tls,
         _data_lock,
         config,
+        startup,
     } = prepared;
     let (listener, socket_guard) = bound.into_async()?;
     let ctx = Arc::new(connection::Ctx {
@@ -377,11 +404,28 @@ async fn serve(prepared: Prepared, shutdown: impl Future<Output = ()>) -> Result
     let permits = Arc::new(Semaphore::new(config.max_connections));
     let refusals = Arc::new(Semaphore::new(MAX_PENDING_REFUSALS));
     let (stop_tx, stop_rx) = watch::channel(false);
+    // Resolves only if the store's startup fails (a store that started stays pending).
+    let startup_failed = async move {
+        match startup {
+            Some(outcome) => match outcome.await {
+                Ok(Err(error)) => error,
+                _ => std::future::pending().await,
+            },
+            None => std::future::pending().await,
+        }
+    };
+    let mut failure = None;
     tokio::pin!(shutdown);
+    tokio::pin!(startup_failed);
     loop {
         tokio::select! {
             biased;
             () = &mut shutdown => break,
+            error = &mut startup_failed => {
+                tracing::error!(%error, "the store did not start; stopping");
+                failure = Some(error);
+                break;
+            }
             accepted = listener.accept() => match accepted {
                 Ok(conn) => admit(conn, &ctx, &permits, &refusals, &stop_rx),
                 Err(error) => {
@@ -406,7 +450,10 @@ async fn serve(prepared: Prepared, shutdown: impl Future<Output = ()>) -> Result
     }
     // Queued mutations finish and commit before the writer stops.
     let _ = tokio::task::spawn_blocking(move || service.store().shutdown()).await;
-    Ok(())
+    match failure {
+        Some(error) => Err(DaemonError::Store(error.into())),
+        None => Ok(()),
+    }
 }
 
 fn admit(

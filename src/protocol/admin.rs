@@ -31,6 +31,24 @@ pub struct DoctorResult {
     pub blob_count: u64,
     pub disk_free_bytes: Option<u64>,
     pub version: Label,
+    /// Extension: present only while the store cannot be reached (`status` is then
+    /// `store_unavailable`, and the sizes and `last_commit_seq` are the last ones read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store_outage: Option<StoreOutage>,
+}
+
+/// `doctor`'s report of a store it cannot reach (a PostgreSQL server that is down, restarting
+/// or silent; see DIVERGENCES, *Store outages*).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreOutage {
+    /// Always `store_unavailable`, the `details.reason` of failed requests meanwhile.
+    pub reason: Label,
+    /// What the last attempt to reach the store said.
+    pub message: String,
+    /// When this front end first found the store unreachable (RFC 3339).
+    pub since: String,
+    /// How long it has been unreachable, in milliseconds.
+    pub duration_ms: u64,
 }
 
 /// One structured verification issue (extension of the reference's free-text issues).

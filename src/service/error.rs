@@ -40,6 +40,14 @@ impl ServiceError {
 /// `details.reason` of a refusal outside a remote credential's workspaces.
 pub const OUTSIDE_GRANT_REASON: &str = "outside_credential_workspaces";
 
+/// `details.reason` of a failure caused by the PostgreSQL store being unreachable or
+/// restarting (`INTERNAL_ERROR`, `retryable: true`); never given to an internal bug.
+pub const STORE_UNAVAILABLE_REASON: &str = "store_unavailable";
+
+/// How long a client should wait before retrying a `store_unavailable` failure
+/// (`details.retry_after_ms`): about as long as a front end takes to notice the database again.
+pub const STORE_UNAVAILABLE_RETRY_AFTER_MS: u64 = 1000;
+
 /// The single mapping from failures to wire codes, retryability, hints and details.
 pub fn error_body(error: &ServiceError) -> ErrorBody {
     let message = error.to_string();
@@ -67,6 +75,12 @@ fn store_error_body(error: &StoreError, message: String) -> ErrorBody {
             .with_retryable(true)
             .with_hint("The data directory is out of space. Nothing from this request was stored; free space and retry with the same idempotency key.")
             .with_details(json!({"reason": "storage_full"}));
+    }
+    if error.is_store_unavailable() {
+        return ErrorBody::new(ErrorCode::InternalError, message)
+            .with_retryable(true)
+            .with_hint("The PostgreSQL store is unreachable or restarting. Retry the same request after a short wait (details.retry_after_ms), with the same idempotency key: a mutation whose reply was lost is applied at most once.")
+            .with_details(json!({"reason": STORE_UNAVAILABLE_REASON, "retry_after_ms": STORE_UNAVAILABLE_RETRY_AFTER_MS}));
     }
     match error {
         StoreError::Invalid(_) => ErrorBody::new(ErrorCode::InvalidRequest, message),

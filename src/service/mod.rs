@@ -22,7 +22,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-pub use error::{OUTSIDE_GRANT_REASON, ServiceError, error_body};
+pub use error::{
+    OUTSIDE_GRANT_REASON, STORE_UNAVAILABLE_REASON, STORE_UNAVAILABLE_RETRY_AFTER_MS, ServiceError, error_body,
+};
 pub use grant::Grant;
 pub use in_process::InProcess;
 pub(crate) use ops::portable::import_result;

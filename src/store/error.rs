@@ -62,6 +62,10 @@ pub enum StoreError {
     /// Store code that exists for one backend only, reached on the other.
     #[error("{}: {}", ErrorCode::InternalError.prefix(), .0)]
     Unsupported(String),
+    /// The PostgreSQL store cannot be reached: not started yet, stopped, restarting, or no
+    /// connection could be made (see [`StoreError::is_store_unavailable`]).
+    #[error("{}: the PostgreSQL store is unavailable: {}", ErrorCode::InternalError.prefix(), .0)]
+    Unavailable(String),
     #[error("the store writer has shut down")]
     WriterGone,
     #[error("{}: {}", ErrorCode::InternalError.prefix(), .0)]
@@ -85,42 +89,65 @@ impl StoreError {
 }
 
 impl StoreError {
-    /// Whether the failure is transient on PostgreSQL: the connection or server went away,
-    /// no connection was available, or the server refused the transaction for concurrency
-    /// reasons (serialization failure, deadlock, lock or idle timeout). Nothing of the
-    /// failed mutation was acknowledged; retrying it with the same idempotency key is safe.
+    /// Whether the failure is transient on PostgreSQL: the store is unavailable (see
+    /// [`StoreError::is_store_unavailable`]), no connection was available, or the server
+    /// refused the transaction for concurrency reasons (serialization failure, deadlock, lock
+    /// or idle timeout, too many connections). Nothing of the failed mutation was
+    /// acknowledged; retrying it with the same idempotency key is safe.
     pub fn is_transient_postgres(&self) -> bool {
-        fn transient(e: &postgres::Error) -> bool {
+        fn concurrency(e: &postgres::Error) -> bool {
+            use postgres::error::SqlState;
+            e.code().is_some_and(|code| {
+                [
+                    SqlState::T_R_SERIALIZATION_FAILURE,
+                    SqlState::T_R_DEADLOCK_DETECTED,
+                    SqlState::LOCK_NOT_AVAILABLE,
+                    SqlState::IDLE_IN_TRANSACTION_SESSION_TIMEOUT,
+                    SqlState::QUERY_CANCELED,
+                    SqlState::TOO_MANY_CONNECTIONS,
+                ]
+                .contains(code)
+            })
+        }
+        if self.is_store_unavailable() {
+            return true;
+        }
+        match self {
+            StoreError::Postgres(e) => concurrency(e),
+            StoreError::PostgresGroup(e) => e.is_transient_postgres(),
+            StoreError::PostgresPool(_) => true,
+            _ => false,
+        }
+    }
+
+    /// Whether the failure is the PostgreSQL server being unreachable or restarting, not
+    /// anything about the request: a connection could not be made or was closed (refused,
+    /// reset, broken pipe, I/O), the server is starting up or shutting down (`57P03`), it
+    /// terminated the session (`57P01`, `pg_terminate_backend` or a fast/immediate shutdown;
+    /// `57P02` after a crash of another backend), any connection exception (class `08`), or
+    /// the front end has not reached it yet ([`StoreError::Unavailable`]). The wire reports these
+    /// with `details.reason: "store_unavailable"` (see `service::error`).
+    pub fn is_store_unavailable(&self) -> bool {
+        fn unavailable(e: &postgres::Error) -> bool {
             use postgres::error::SqlState;
             if e.is_closed() {
                 return true;
             }
             match e.code() {
                 Some(code) => {
-                    [
-                    SqlState::T_R_SERIALIZATION_FAILURE,
-                    SqlState::T_R_DEADLOCK_DETECTED,
-                    SqlState::LOCK_NOT_AVAILABLE,
-                    SqlState::IDLE_IN_TRANSACTION_SESSION_TIMEOUT,
-                    SqlState::QUERY_CANCELED,
-                    SqlState::ADMIN_SHUTDOWN,
-                    SqlState::CRASH_SHUTDOWN,
-                    SqlState::CANNOT_CONNECT_NOW,
-                    SqlState::TOO_MANY_CONNECTIONS,
-                ]
-                .contains(code)
-                    // Class 08: connection exceptions.
-                    || code.code().starts_with("08")
+                    [SqlState::ADMIN_SHUTDOWN, SqlState::CRASH_SHUTDOWN, SqlState::CANNOT_CONNECT_NOW].contains(code)
+                        // Class 08: connection exceptions.
+                        || code.code().starts_with("08")
                 }
-                // No SQLSTATE: transient only when talking to the server failed (I/O), not
+                // No SQLSTATE: unavailable only when talking to the server failed (I/O), not
                 // when a value could not be converted.
                 None => std::error::Error::source(e).is_some_and(|source| source.is::<std::io::Error>()),
             }
         }
         match self {
-            StoreError::Postgres(e) => transient(e),
-            StoreError::PostgresGroup(e) => e.is_transient_postgres(),
-            StoreError::PostgresPool(_) => true,
+            StoreError::Unavailable(_) => true,
+            StoreError::Postgres(e) => unavailable(e),
+            StoreError::PostgresGroup(e) => e.is_store_unavailable(),
             _ => false,
         }
     }

@@ -310,20 +310,48 @@ impl Store {
     /// Connects to the PostgreSQL store at `url` (migrating it if needed). `data_dir` is this
     /// front end's own directory (its lock and log); it holds no data.
     pub fn open_postgres(url: &str, data_dir: &Path) -> StoreResult<Store> {
-        let pg = pg::PgStore::open(url)?;
-        let has_purges = pg.read(|db| tombstone::any_db(db.into()))?;
-        let store = Store {
+        let store = Store::postgres_store(pg::PgStore::open(url)?, data_dir);
+        store.finish_postgres_open()?;
+        Ok(store)
+    }
+
+    /// A PostgreSQL store that returns at once and connects in the background, retrying for up
+    /// to `wait` while the server is unreachable or restarting (see `PgStore::start`). Until
+    /// it is ready every request fails with `StoreError::Unavailable` (`doctor` reports the
+    /// outage). [`Store::wait_postgres_ready`] waits for the outcome and finishes the open.
+    pub fn start_postgres(url: &str, data_dir: &Path, wait: std::time::Duration) -> StoreResult<Store> {
+        Ok(Store::postgres_store(pg::PgStore::start(url, wait)?, data_dir))
+    }
+
+    /// Blocks until a store from [`Store::start_postgres`] is ready and finishes opening it
+    /// (interrupted purges are resumed), or returns why it never will be. `Ok` at once for any
+    /// other store.
+    pub fn wait_postgres_ready(&self) -> StoreResult<()> {
+        let Some(pg) = self.postgres() else {
+            return Ok(());
+        };
+        pg.wait_ready()?;
+        self.finish_postgres_open()
+    }
+
+    fn postgres_store(pg: pg::PgStore, data_dir: &Path) -> Store {
+        Store {
             inner: Arc::new(Inner {
                 data_dir: data_dir.to_path_buf(),
                 db_path: PathBuf::new(),
                 backend: Backend::Postgres(pg),
-                has_purges: AtomicBool::new(has_purges),
+                has_purges: AtomicBool::new(false),
             }),
-        };
-        if has_purges && let Err(error) = store.resume_purges() {
+        }
+    }
+
+    fn finish_postgres_open(&self) -> StoreResult<()> {
+        let has_purges = self.read_db(tombstone::any_db)?;
+        self.inner.has_purges.store(has_purges, Ordering::Relaxed);
+        if has_purges && let Err(error) = self.resume_purges() {
             tracing::warn!(%error, "could not finish an interrupted purge; purge again to complete it");
         }
-        Ok(store)
+        Ok(())
     }
 
     /// The PostgreSQL backend, if this store is one.

@@ -7,39 +7,62 @@ use std::path::{Path, PathBuf};
 
 use crate::protocol::admin::{
     BackupCreateInput, BackupResult, DoctorInput, DoctorResult, InstructionsContent, InstructionsFormat,
-    InstructionsInput, InstructionsResult, ReindexInput, ReindexResult, VerifyInput, VerifyIssueDetail, VerifyResult,
+    InstructionsInput, InstructionsResult, ReindexInput, ReindexResult, StoreOutage, VerifyInput, VerifyIssueDetail,
+    VerifyResult,
 };
 use crate::protocol::meta::SchemaInput;
 use crate::protocol::schema;
-use crate::service::{Output, Service, ServiceError};
+use crate::service::{Output, STORE_UNAVAILABLE_REASON, Service, ServiceError};
+use crate::store::pg::ProbeError;
 use crate::store::verify::VerifyReport;
 use crate::store::{BLOBS_DIR, DB_FILE};
 use crate::{fsutil, instructions, timefmt};
 
+/// How long `doctor` waits for a PostgreSQL store before reporting it unavailable: the whole
+/// answer stays within a second whatever the database does.
+pub(crate) const DOCTOR_STORE_BUDGET: std::time::Duration = std::time::Duration::from_millis(750);
+
+/// `doctor`'s `status` while the store answers.
+pub const DOCTOR_OK: &str = "ok";
+
 pub(super) fn doctor(service: &Service, _: DoctorInput) -> Result<Output, ServiceError> {
     let store = service.store();
-    let last_commit_seq = store.last_commit_seq()?;
-    let schema_version = store.schema_version()?;
     let data_dir = store.data_dir();
-    let (database_bytes, (blob_bytes, blob_count)) = if store.is_embedded() {
-        (database_bytes(data_dir), blob_usage(&data_dir.join(BLOBS_DIR)))
-    } else {
-        store.read_db(|db| {
-            db.query_one(
-                "SELECT pg_database_size(current_database()),
-                        (SELECT coalesce(sum(size), 0)::bigint FROM blobs), (SELECT count(*) FROM blobs)",
-                &[],
-                |r| {
-                    Ok((
-                        r.get::<i64>(0)?.max(0) as u64,
-                        (r.get::<i64>(1)?.max(0) as u64, r.get::<i64>(2)?.max(0) as u64),
-                    ))
-                },
+    let mut store_outage = None;
+    let (last_commit_seq, schema_version, database_bytes, (blob_bytes, blob_count)) = match store.postgres() {
+        None => (
+            store.last_commit_seq()?,
+            store.schema_version()?,
+            database_bytes(data_dir),
+            blob_usage(&data_dir.join(BLOBS_DIR)),
+        ),
+        Some(pg) => {
+            let stats = match pg.stats_within(DOCTOR_STORE_BUDGET) {
+                Ok(stats) => stats,
+                Err(ProbeError::Failed(message)) => return Err(ServiceError::Internal(message)),
+                Err(ProbeError::Outage(outage)) => {
+                    store_outage = Some(StoreOutage {
+                        reason: STORE_UNAVAILABLE_REASON.into(),
+                        message: outage.message,
+                        since: outage.since,
+                        duration_ms: u64::try_from(outage.duration.as_millis()).unwrap_or(u64::MAX),
+                    });
+                    pg.health().last_stats().unwrap_or_default()
+                }
+            };
+            (
+                stats.last_commit_seq,
+                stats.schema_version,
+                stats.database_bytes,
+                (stats.blob_bytes, stats.blob_count),
             )
-        })?
+        }
     };
     Output::read(DoctorResult {
-        status: "ok".into(),
+        status: match store_outage {
+            None => DOCTOR_OK.into(),
+            Some(_) => STORE_UNAVAILABLE_REASON.into(),
+        },
         running: true,
         daemon_pid: service.runtime().daemon_pid.unwrap_or_else(std::process::id),
         authoritative_store: store.kind().authoritative.into(),
@@ -52,6 +75,7 @@ pub(super) fn doctor(service: &Service, _: DoctorInput) -> Result<Output, Servic
         blob_count,
         disk_free_bytes: fsutil::disk_free_bytes(data_dir).ok(),
         version: env!("CARGO_PKG_VERSION").into(),
+        store_outage,
     })
 }
 

@@ -136,11 +136,13 @@ pub fn pg_sql(sql: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// The `r2d2` manager of [`PgConn`]s.
+/// The `r2d2` manager of [`PgConn`]s; every connection attempt tells `health` whether the
+/// server was reachable.
 #[derive(Debug)]
 pub struct Manager {
     pub config: Config,
     pub timeout: Duration,
+    pub health: std::sync::Arc<super::health::Health>,
 }
 
 impl r2d2::ManageConnection for Manager {
@@ -148,7 +150,12 @@ impl r2d2::ManageConnection for Manager {
     type Error = StoreError;
 
     fn connect(&self) -> StoreResult<PgConn> {
-        PgConn::connect(&self.config, self.timeout)
+        let conn = PgConn::connect(&self.config, self.timeout);
+        match &conn {
+            Ok(_) => self.health.up(),
+            Err(error) => self.health.failed(error),
+        }
+        conn
     }
 
     fn is_valid(&self, conn: &mut PgConn) -> StoreResult<()> {

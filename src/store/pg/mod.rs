@@ -20,15 +20,17 @@
 pub mod blob;
 pub mod conn;
 pub mod fts;
+pub mod health;
 mod migrate;
 mod writer;
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use postgres::Config;
 
 pub use conn::PgConn;
+pub use health::{Outage, ProbeError};
 pub use migrate::{SCHEMA_VERSION, schema_version};
 
 use super::Tx;
@@ -39,6 +41,24 @@ const MAX_READERS: u32 = 8;
 /// How long a session may wait for a lock or sit idle inside a transaction before the server
 /// gives up on it, and how long a read waits for a pooled connection.
 const SESSION_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a read waits for a pooled connection in one go before it checks whether the
+/// server is unreachable (then it fails at once instead of waiting [`SESSION_TIMEOUT`]).
+const POOL_SLICE: Duration = Duration::from_millis(250);
+/// The pool's own connection timeout: `r2d2` waits at most half of it between attempts to
+/// reconnect, so after an outage reads find the server again within about a second.
+const POOL_RECONNECT: Duration = Duration::from_secs(2);
+/// How long one connection attempt may take when the URL sets no `connect_timeout`.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What `doctor` reads from a PostgreSQL store.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PgStats {
+    pub last_commit_seq: i64,
+    pub schema_version: i64,
+    pub database_bytes: u64,
+    pub blob_bytes: u64,
+    pub blob_count: u64,
+}
 
 /// A handle to a PostgreSQL store; cheap to clone.
 #[derive(Clone)]
@@ -50,6 +70,9 @@ struct Inner {
     /// `None` only while being dropped.
     readers: Option<r2d2::Pool<conn::Manager>>,
     writer: writer::PgWriter,
+    health: Arc<health::Health>,
+    gate: Arc<health::Gate>,
+    prober: health::Prober,
 }
 
 impl Drop for Inner {
@@ -123,36 +146,122 @@ impl std::fmt::Display for PgUrl {
 }
 
 impl PgStore {
-    /// Connects to the database at `url`, migrating it if needed, and starts the writer.
+    /// Connects to the database at `url`, migrating it if needed, and starts the writer; fails
+    /// at once if the database is not there.
     pub fn open(url: &str) -> StoreResult<PgStore> {
-        let config: Config = url
-            .parse()
-            .map_err(|e| StoreError::Config(format!("invalid PostgreSQL URL: {e}")))?;
+        let config = parse_config(url)?;
         let setup = PgConn::connect(&config, SESSION_TIMEOUT)?;
         migrate::migrate(&setup)?;
         drop(setup);
-        let readers = r2d2::Pool::builder()
+        let store = PgStore::assemble(config, Arc::new(health::Gate::ready()))?;
+        Ok(store)
+    }
+
+    /// Returns at once with a store that answers every request with
+    /// [`StoreError::Unavailable`] until it has connected and migrated: a thread retries with
+    /// backoff (100 ms doubling to 500 ms, each attempt logged) for up to `wait`, then gives up.
+    /// [`PgStore::wait_ready`] tells which. Only an unreachable or restarting server is
+    /// retried; any other failure (authentication, a refused schema) ends the startup at once.
+    pub fn start(url: &str, wait: Duration) -> StoreResult<PgStore> {
+        let config = parse_config(url)?;
+        let gate = Arc::new(health::Gate::starting());
+        let store = PgStore::assemble(config.clone(), Arc::clone(&gate))?;
+        let health = Arc::clone(&store.inner.health);
+        std::thread::Builder::new()
+            .name("memoree-pg-start".to_owned())
+            .spawn(move || health::start_loop(&config, SESSION_TIMEOUT, wait, &gate, &health))?;
+        Ok(store)
+    }
+
+    fn assemble(config: Config, gate: Arc<health::Gate>) -> StoreResult<PgStore> {
+        let health = Arc::new(health::Health::default());
+        let builder = r2d2::Pool::builder()
             .max_size(MAX_READERS)
             .min_idle(Some(1))
-            .connection_timeout(SESSION_TIMEOUT)
-            .build(conn::Manager {
-                config: config.clone(),
-                timeout: SESSION_TIMEOUT,
-            })?;
-        let writer = writer::PgWriter::spawn(config, SESSION_TIMEOUT)?;
+            .connection_timeout(POOL_RECONNECT)
+            .error_handler(Box::new(r2d2::NopErrorHandler));
+        let manager = conn::Manager {
+            config: config.clone(),
+            timeout: SESSION_TIMEOUT,
+            health: Arc::clone(&health),
+        };
+        // A store that is still starting must not wait here: the pool fills once the server
+        // answers. A store opened synchronously has just connected, so this is quick.
+        let readers = if gate.check(&health).is_ok() {
+            builder.build(manager)?
+        } else {
+            builder.build_unchecked(manager)
+        };
+        let writer = writer::PgWriter::spawn(config, SESSION_TIMEOUT, Arc::clone(&health))?;
         Ok(PgStore {
             inner: Arc::new(Inner {
                 readers: Some(readers),
                 writer,
+                health,
+                gate,
+                prober: health::Prober::default(),
             }),
         })
     }
 
-    /// A pooled connection outside any transaction (blob writes, tests).
+    /// Blocks until a store made by [`PgStore::start`] is ready, or returns why it never will
+    /// be (startup gave up, or the store was shut down first).
+    pub fn wait_ready(&self) -> StoreResult<()> {
+        self.inner.gate.wait()
+    }
+
+    /// The availability this front end sees.
+    pub fn health(&self) -> &health::Health {
+        &self.inner.health
+    }
+
+    /// `doctor`'s statistics, within `budget` whatever the server does: an unreachable,
+    /// restarting or silent server is an [`Outage`] (with the last statistics read before it
+    /// in [`health::Health::last_stats`]).
+    pub fn stats_within(&self, budget: Duration) -> Result<PgStats, ProbeError> {
+        if let Err(error) = self.inner.gate.check(&self.inner.health) {
+            return Err(match self.inner.health.outage() {
+                Some(outage) => ProbeError::Outage(outage),
+                None => ProbeError::Outage(Outage {
+                    message: error.to_string(),
+                    since: crate::timefmt::to_wire(&crate::timefmt::now()),
+                    duration: Duration::ZERO,
+                }),
+            });
+        }
+        let store = self.clone();
+        self.inner
+            .prober
+            .run(budget, &self.inner.health, move || store.read(read_stats))
+    }
+
+    /// A pooled connection outside any transaction (blob writes, tests). While the server is
+    /// unreachable this fails within about a second with [`StoreError::Unavailable`] rather
+    /// than waiting out the pool's timeout.
     pub fn connection(&self) -> StoreResult<r2d2::PooledConnection<conn::Manager>> {
-        match &self.inner.readers {
-            Some(pool) => Ok(pool.get()?),
-            None => Err(StoreError::WriterGone),
+        self.inner.gate.check(&self.inner.health)?;
+        let Some(pool) = &self.inner.readers else {
+            return Err(StoreError::WriterGone);
+        };
+        let deadline = Instant::now() + SESSION_TIMEOUT;
+        loop {
+            let slice = if self.inner.health.is_down() {
+                POOL_RECONNECT / 2
+            } else {
+                POOL_SLICE
+            };
+            let now = Instant::now();
+            match pool.get_timeout(slice.min(deadline.saturating_duration_since(now))) {
+                Ok(conn) => return Ok(conn),
+                Err(error) => {
+                    if let Some(outage) = self.inner.health.outage() {
+                        return Err(StoreError::Unavailable(outage.message));
+                    }
+                    if Instant::now() >= deadline {
+                        return Err(error.into());
+                    }
+                }
+            }
         }
     }
 
@@ -198,10 +307,40 @@ impl PgStore {
         blob::put(&*self.connection()?, bytes)
     }
 
-    /// Stops the writer after queued mutations finish.
+    /// Stops the writer after queued mutations finish (and a startup still in progress).
     pub fn shutdown(&self) {
+        self.inner.gate.stop();
         self.inner.writer.shutdown();
     }
+}
+
+/// Parses a PostgreSQL URL, bounding each connection attempt when the URL does not.
+fn parse_config(url: &str) -> StoreResult<Config> {
+    let mut config: Config = url
+        .parse()
+        .map_err(|e| StoreError::Config(format!("invalid PostgreSQL URL: {e}")))?;
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    Ok(config)
+}
+
+/// `doctor`'s statistics, read on `conn` (inside a read snapshot).
+fn read_stats(conn: &PgConn) -> StoreResult<PgStats> {
+    let row = conn.query_one(
+        "SELECT (SELECT commit_seq FROM commit_state WHERE id = 1),
+                pg_database_size(current_database()),
+                (SELECT coalesce(sum(size), 0)::bigint FROM blobs), (SELECT count(*) FROM blobs)",
+        &[],
+    )?;
+    let bytes = |i: usize| row.get::<_, i64>(i).max(0) as u64;
+    Ok(PgStats {
+        last_commit_seq: row.get::<_, i64>(0),
+        schema_version: schema_version(conn)?,
+        database_bytes: bytes(1),
+        blob_bytes: bytes(2),
+        blob_count: bytes(3),
+    })
 }
 
 /// The last committed sequence number, read on `conn`.

@@ -23,6 +23,7 @@ use std::time::Duration;
 use postgres::Config;
 
 use super::conn::PgConn;
+use super::health::Health;
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::{Db, Tx};
 use crate::timefmt;
@@ -76,11 +77,11 @@ pub(crate) struct PgWriter {
 
 impl PgWriter {
     /// Starts the writer thread; it connects with `config` and reconnects after a failure.
-    pub(crate) fn spawn(config: Config, timeout: Duration) -> StoreResult<PgWriter> {
+    pub(crate) fn spawn(config: Config, timeout: Duration, health: Arc<Health>) -> StoreResult<PgWriter> {
         let (queue, jobs) = mpsc::channel::<Box<dyn Job>>();
         let thread = std::thread::Builder::new()
             .name("memoree-pg-writer".to_owned())
-            .spawn(move || writer_loop(&config, timeout, jobs))?;
+            .spawn(move || writer_loop(&config, timeout, &health, jobs))?;
         Ok(PgWriter {
             queue: Mutex::new(Some(queue)),
             thread: Mutex::new(Some(thread)),
@@ -124,7 +125,7 @@ impl Drop for PgWriter {
     }
 }
 
-fn writer_loop(config: &Config, timeout: Duration, jobs: Receiver<Box<dyn Job>>) {
+fn writer_loop(config: &Config, timeout: Duration, health: &Health, jobs: Receiver<Box<dyn Job>>) {
     let mut conn: Option<PgConn> = None;
     while let Ok(first) = jobs.recv() {
         let mut group = vec![first];
@@ -137,8 +138,12 @@ fn writer_loop(config: &Config, timeout: Duration, jobs: Receiver<Box<dyn Job>>)
         if conn.as_ref().is_none_or(PgConn::is_closed) {
             conn = None;
             match PgConn::connect(config, timeout) {
-                Ok(fresh) => conn = Some(fresh),
+                Ok(fresh) => {
+                    health.up();
+                    conn = Some(fresh);
+                }
                 Err(e) => {
+                    health.failed(&e);
                     let e = Arc::new(e);
                     group.into_iter().for_each(|job| job.finish(Err(e.clone())));
                     continue;
