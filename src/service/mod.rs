@@ -443,6 +443,8 @@ mod tests_postgres;
 #[cfg(test)]
 mod tests_postgres_browse;
 #[cfg(test)]
+mod tests_postgres_outage;
+#[cfg(test)]
 mod tests_postgres_purge;
 #[cfg(test)]
 mod tests_purge;

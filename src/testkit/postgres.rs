@@ -201,6 +201,60 @@ impl TestCluster {
         self.pg_ctl_start();
     }
 
+    /// Stops the server (`pg_ctl stop -m fast`: sessions are terminated, then a clean
+    /// shutdown); [`TestCluster::start_again`] brings it back.
+    pub fn stop(&self) {
+        let data = self.data_dir();
+        self.run_checked("pg_ctl", &["-D", path_str(&data), "-m", "fast", "-w", "stop"]);
+    }
+
+    /// Starts a stopped server again and returns once it accepts connections.
+    pub fn start_again(&self) {
+        self.pg_ctl_start();
+    }
+
+    /// Begins a smart shutdown without waiting for it (`pg_ctl stop -m smart -W`): sessions
+    /// already open go on, every new connection is refused with "the database system is
+    /// shutting down" (SQLSTATE 57P03, as while it starts up) until the last one ends.
+    pub fn begin_smart_shutdown(&self) {
+        let data = self.data_dir();
+        self.run_checked("pg_ctl", &["-D", path_str(&data), "-m", "smart", "-W", "stop"]);
+    }
+
+    /// Waits until the server has stopped (after [`TestCluster::begin_smart_shutdown`]).
+    pub fn wait_stopped(&self) {
+        let pid_file = self.data_dir().join("postmaster.pid");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while pid_file.exists() {
+            assert!(std::time::Instant::now() < deadline, "the server did not stop");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    /// The process ids of the server: the postmaster and every process it started.
+    pub fn server_pids(&self) -> Vec<i32> {
+        let text = std::fs::read_to_string(self.data_dir().join("postmaster.pid")).unwrap_or_default();
+        let Some(postmaster) = text.lines().next().and_then(|l| l.trim().parse::<i32>().ok()) else {
+            return Vec::new();
+        };
+        let mut pids = vec![postmaster];
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                continue;
+            };
+            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            // The parent pid is the second field after the parenthesized command name.
+            let parent = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse::<i32>().ok());
+            if parent == Some(postmaster) {
+                pids.push(pid);
+            }
+        }
+        pids
+    }
+
     fn pg_ctl_start(&self) {
         let data = self.data_dir();
         let log = self.dir.path().join("server.log");
