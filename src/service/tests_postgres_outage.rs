@@ -49,7 +49,11 @@ fn assert_store_unavailable(error: &ErrorBody, context: &str) {
     assert_eq!(error.code, ErrorCode::InternalError, "{context}: {error:?}");
     assert!(error.retryable, "{context}: {error:?}");
     let details = &error.details;
-    assert_eq!(details["reason"], json!(STORE_UNAVAILABLE_REASON), "{context}: {error:?}");
+    assert_eq!(
+        details["reason"],
+        json!(STORE_UNAVAILABLE_REASON),
+        "{context}: {error:?}"
+    );
     assert!(details["retry_after_ms"].as_u64().is_some(), "{context}: {error:?}");
     assert!(
         error.hint.as_deref().is_some_and(|hint| hint.contains("Retry")),
@@ -79,7 +83,11 @@ fn assert_doctor_reports_outage(service: &Service, last_commit_seq: i64, context
     assert!(!outage["message"].as_str().unwrap().is_empty(), "{context}: {result}");
     assert!(outage["since"].as_str().unwrap().ends_with('Z'), "{context}: {result}");
     assert!(outage["duration_ms"].as_u64().is_some(), "{context}: {result}");
-    assert_eq!(result["last_commit_seq"], json!(last_commit_seq), "{context}: the last known sequence");
+    assert_eq!(
+        result["last_commit_seq"],
+        json!(last_commit_seq),
+        "{context}: the last known sequence"
+    );
     took
 }
 
@@ -93,7 +101,10 @@ fn put_until_served(service: &Service, key: &str) -> (Value, Duration) {
         }
         let error = response.error.unwrap();
         assert_store_unavailable(&error, "a retry after the outage");
-        assert!(started.elapsed() < Duration::from_secs(20), "never served again: {error:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "never served again: {error:?}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -122,7 +133,11 @@ fn while_the_server_is_stopped_requests_fail_as_store_unavailable_and_doctor_ans
     eprintln!("first put served {took:?} after pg_ctl start returned");
     assert_eq!(during["commit_seq"], json!(2), "nothing was applied while it failed");
     let replay = call(service, put_request("before"));
-    assert_eq!(replay.result.unwrap()["commit_seq"], json!(1), "the acknowledged put survived");
+    assert_eq!(
+        replay.result.unwrap()["commit_seq"],
+        json!(1),
+        "the acknowledged put survived"
+    );
     let (healthy, _) = doctor(service);
     assert_eq!(healthy["status"], json!("ok"), "{healthy}");
     assert_eq!(healthy["last_commit_seq"], json!(2));
@@ -184,16 +199,22 @@ fn a_connection_killed_mid_transaction_fails_its_mutation_as_store_unavailable_a
     assert!(response.ok, "{:?}", response.error);
     let again = call(service, put_request("after"));
     assert!(again.ok, "{:?}", again.error);
-    assert_eq!(again.result.unwrap()["commit_seq"], json!(2), "nothing of the killed one committed");
+    assert_eq!(
+        again.result.unwrap()["commit_seq"],
+        json!(2),
+        "nothing of the killed one committed"
+    );
 }
 
 #[test]
 fn an_internal_failure_is_not_reported_as_store_unavailable() {
     let f = FrontEnds::start(1);
     let service = &f.services[0];
-    let broken = service
-        .store()
-        .write(|tx| tx.db().execute("SELECT no_such_column FROM commit_state", &[]).map(drop));
+    let broken = service.store().write(|tx| {
+        tx.db()
+            .execute("SELECT no_such_column FROM commit_state", &[])
+            .map(drop)
+    });
     let error = broken.expect_err("the statement is wrong");
     assert!(!error.is_store_unavailable(), "{error}");
     for body in [
@@ -201,10 +222,7 @@ fn an_internal_failure_is_not_reported_as_store_unavailable() {
         error_body(&StoreError::Internal("a bug".to_owned()).into()),
     ] {
         assert_eq!(body.code, ErrorCode::InternalError);
-        assert!(
-            body.details.get("reason").is_none(),
-            "{body:?}"
-        );
+        assert!(body.details.get("reason").is_none(), "{body:?}");
     }
 }
 

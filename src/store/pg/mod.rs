@@ -73,6 +73,7 @@ struct Inner {
     health: Arc<health::Health>,
     gate: Arc<health::Gate>,
     prober: health::Prober,
+    config: Config,
 }
 
 impl Drop for Inner {
@@ -192,7 +193,7 @@ impl PgStore {
         } else {
             builder.build_unchecked(manager)
         };
-        let writer = writer::PgWriter::spawn(config, SESSION_TIMEOUT, Arc::clone(&health))?;
+        let writer = writer::PgWriter::spawn(config.clone(), SESSION_TIMEOUT, Arc::clone(&health))?;
         Ok(PgStore {
             inner: Arc::new(Inner {
                 readers: Some(readers),
@@ -200,6 +201,7 @@ impl PgStore {
                 health,
                 gate,
                 prober: health::Prober::default(),
+                config,
             }),
         })
     }
@@ -232,7 +234,26 @@ impl PgStore {
         let store = self.clone();
         self.inner
             .prober
-            .run(budget, &self.inner.health, move || store.read(read_stats))
+            .run(budget, &self.inner.health, move || store.probe_stats())
+    }
+
+    /// `doctor`'s statistics on a pooled connection; while the server is known to be
+    /// unreachable, on a fresh connection instead, so a refused connection answers at once and
+    /// a server that is back is seen at once (the pool retries on its own schedule).
+    fn probe_stats(&self) -> StoreResult<PgStats> {
+        if !self.inner.health.is_down() {
+            return self.read(read_stats);
+        }
+        let conn = PgConn::connect(&self.inner.config, SESSION_TIMEOUT);
+        match &conn {
+            Ok(_) => self.inner.health.up(),
+            Err(error) => self.inner.health.failed(error),
+        }
+        let conn = conn?;
+        conn.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
+        let stats = read_stats(&conn)?;
+        conn.batch("COMMIT")?;
+        Ok(stats)
     }
 
     /// A pooled connection outside any transaction (blob writes, tests). While the server is
