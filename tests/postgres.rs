@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use memoree::client::socket::SocketClient;
+use memoree::paths::Endpoint;
 use memoree::testkit::postgres::TestCluster;
 use memoree::transport::Exchange;
 use serde_json::{Value, json};
@@ -261,4 +262,156 @@ fn the_cli_imports_an_embedded_export_into_postgresql_and_exports_it_back_identi
         merged["result"]["last_commit_seq"],
         imported["result"]["last_commit_seq"]
     );
+}
+
+/// `memoree serve` for a front end in `dir` serving `url`, waiting up to `wait_secs` for it.
+fn waiting_front_end(dir: &std::path::Path, url: &str, wait_secs: u64) -> (std::process::Command, Endpoint) {
+    let socket = dir.join("s.sock");
+    let mut command = std::process::Command::new(crate::support::BIN);
+    command
+        .arg("serve")
+        .arg("--listen")
+        .arg(format!("unix://{}", socket.display()))
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .arg("--store")
+        .arg(url)
+        .arg("--store-wait")
+        .arg(wait_secs.to_string());
+    (command, Endpoint::Unix(socket))
+}
+
+fn doctor_of(client: &SocketClient) -> (Value, Duration) {
+    let started = Instant::now();
+    let response = client
+        .send_value(&json!({"v": 1, "request_id": "r", "op": "doctor", "input": {}}))
+        .unwrap();
+    let took = started.elapsed();
+    assert!(response.ok, "{:?}", response.error);
+    (serde_json::to_value(response.result.unwrap()).unwrap(), took)
+}
+
+#[test]
+fn a_front_end_started_before_its_database_serves_within_two_seconds_of_it_and_loses_nothing_acknowledged() {
+    let cluster = TestCluster::start();
+    let url = cluster.create_database();
+    let mut acknowledged = HashMap::new();
+    // Writes acknowledged before the outage, through a front end that is then gone.
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let first = TestDaemon::start_postgres(dir.path(), &url);
+        for i in 0..10 {
+            let key = format!("before-{i}");
+            let ack = put_until_acknowledged(&[first.client()], 0, &key, &format!("note {i} before"));
+            acknowledged.insert(key, ack);
+        }
+    }
+    cluster.stop();
+
+    // The front end starts while the database is down: it binds, answers doctor at once with
+    // the outage, and refuses the rest as store_unavailable.
+    let dir = tempfile::tempdir().unwrap();
+    let (command, endpoint) = waiting_front_end(dir.path(), &url, 60);
+    let mut front = TestDaemon::start_command(command, dir.path(), endpoint, &dir.path().join("data"));
+    let client = front.client();
+    let mut worst = Duration::ZERO;
+    for _ in 0..10 {
+        let (doctor, took) = doctor_of(&client);
+        assert_eq!(doctor["status"], json!("store_unavailable"), "{doctor}");
+        assert_eq!(doctor["store_outage"]["reason"], json!("store_unavailable"), "{doctor}");
+        worst = worst.max(took);
+    }
+    assert!(worst < Duration::from_secs(1), "doctor took {worst:?}");
+    eprintln!("doctor of a front end waiting for its database: worst of 10 = {worst:?}");
+    let refused = client
+        .send_value(&put_request("during", "a note during the outage"))
+        .unwrap();
+    let error = refused.error.unwrap();
+    assert!(error.retryable, "{error:?}");
+    assert_eq!(error.details["reason"], json!("store_unavailable"), "{error:?}");
+    assert!(front.is_running());
+
+    // Start the database; note when it first accepts a connection and when the front end
+    // first serves a put.
+    let (accepted, served) = std::thread::scope(|scope| {
+        scope.spawn(|| cluster.start_again());
+        let accepted = scope.spawn(|| {
+            loop {
+                if postgres::Client::connect(&url, postgres::NoTls).is_ok() {
+                    return Instant::now();
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+        let served = loop {
+            let response = client
+                .send_value(&put_request("during", "a note during the outage"))
+                .unwrap();
+            if response.ok {
+                acknowledged.insert("during".to_owned(), serde_json::to_value(response.result).unwrap());
+                break Instant::now();
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        (accepted.join().unwrap(), served)
+    });
+    let delay = served.saturating_duration_since(accepted);
+    eprintln!("database accepting -> first served put: {delay:?}");
+    assert!(
+        delay < Duration::from_secs(2),
+        "served {delay:?} after the database accepted"
+    );
+    let (doctor, _) = doctor_of(&client);
+    assert_eq!(doctor["status"], json!("ok"), "{doctor}");
+    assert!(doctor.get("store_outage").is_none(), "{doctor}");
+
+    // More writes, an immediate restart, more writes: every acknowledgement is stored once.
+    for i in 0..10 {
+        let key = format!("after-{i}");
+        let ack = put_until_acknowledged(&[front.client()], 0, &key, &format!("note {i} after"));
+        acknowledged.insert(key, ack);
+    }
+    cluster.restart_immediate();
+    for i in 0..10 {
+        let key = format!("restarted-{i}");
+        let ack = put_until_acknowledged(&[front.client()], 0, &key, &format!("note {i} restarted"));
+        acknowledged.insert(key, ack);
+    }
+    assert!(front.is_running());
+    drop(front);
+    check_against(&cluster, &database_name(&url), &acknowledged);
+}
+
+#[test]
+fn a_front_end_whose_database_never_comes_exits_non_zero_after_its_store_wait_logging_each_attempt() {
+    let cluster = TestCluster::start();
+    let url = cluster.create_database();
+    cluster.stop();
+    let dir = tempfile::tempdir().unwrap();
+    let (mut command, _) = waiting_front_end(dir.path(), &url, 2);
+    let started = Instant::now();
+    let output = command.output().unwrap();
+    let took = started.elapsed();
+    assert!(!output.status.success(), "{:?}", output.status);
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(15),
+        "exited after {took:?}"
+    );
+    let envelope: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(envelope["ok"], json!(false), "{envelope}");
+    assert_eq!(
+        envelope["error"]["details"]["reason"],
+        json!("store_unavailable"),
+        "{envelope}"
+    );
+    assert!(
+        envelope["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("did not accept connections within 2 s"),
+        "{envelope}"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let attempts = stderr.matches("not reachable yet; retrying").count();
+    assert!(attempts >= 3, "each attempt is logged:\n{stderr}");
 }

@@ -315,19 +315,24 @@ impl Store {
         Ok(store)
     }
 
-    /// A PostgreSQL store that returns at once and connects in the background, retrying for up
-    /// to `wait` while the server is unreachable or restarting (see `PgStore::start`). Until
-    /// it is ready every request fails with `StoreError::Unavailable` (`doctor` reports the
-    /// outage). [`Store::wait_postgres_ready`] waits for the outcome and finishes the open.
+    /// Opens the PostgreSQL store at `url` like [`Store::open_postgres`] when the database is
+    /// there; when it is unreachable or restarting, returns at once with a store that connects
+    /// in the background, retrying for up to `wait` (see `PgStore::start`). Until then every
+    /// request fails with `StoreError::Unavailable` (`doctor` reports the outage).
+    /// [`Store::wait_postgres_ready`] waits for the outcome and finishes the open.
     pub fn start_postgres(url: &str, data_dir: &Path, wait: std::time::Duration) -> StoreResult<Store> {
-        Ok(Store::postgres_store(pg::PgStore::start(url, wait)?, data_dir))
+        let store = Store::postgres_store(pg::PgStore::start(url, wait)?, data_dir);
+        if !store.postgres().is_some_and(pg::PgStore::was_waiting) {
+            store.finish_postgres_open()?;
+        }
+        Ok(store)
     }
 
     /// Blocks until a store from [`Store::start_postgres`] is ready and finishes opening it
-    /// (interrupted purges are resumed), or returns why it never will be. `Ok` at once for any
-    /// other store.
+    /// (interrupted purges are resumed), or returns why it never will be. `Ok` at once for a
+    /// store that was ready when it was opened.
     pub fn wait_postgres_ready(&self) -> StoreResult<()> {
-        let Some(pg) = self.postgres() else {
+        let Some(pg) = self.postgres().filter(|pg| pg.was_waiting()) else {
             return Ok(());
         };
         pg.wait_ready()?;

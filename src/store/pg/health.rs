@@ -139,6 +139,7 @@ enum Phase {
 #[derive(Debug)]
 pub struct Gate {
     ready: AtomicBool,
+    waiting: bool,
     phase: Mutex<Phase>,
     changed: Condvar,
 }
@@ -147,6 +148,7 @@ impl Gate {
     pub fn ready() -> Gate {
         Gate {
             ready: AtomicBool::new(true),
+            waiting: false,
             phase: Mutex::new(Phase::Ready),
             changed: Condvar::new(),
         }
@@ -155,9 +157,15 @@ impl Gate {
     pub fn starting() -> Gate {
         Gate {
             ready: AtomicBool::new(false),
+            waiting: true,
             phase: Mutex::new(Phase::Starting),
             changed: Condvar::new(),
         }
+    }
+
+    /// Whether the store was not ready when it was made (it started waiting for its server).
+    pub fn was_waiting(&self) -> bool {
+        self.waiting
     }
 
     /// `Ok` once the store is ready; otherwise the unavailability a request reports.
@@ -243,10 +251,20 @@ impl Gate {
 /// Connects and migrates until it works, the error is not an outage, `wait` has passed, or the
 /// store is shut down: the startup of a front end whose database may not be there yet.
 /// Every failed attempt is logged with the pause before the next one.
-pub(super) fn start_loop(config: &Config, timeout: Duration, wait: Duration, gate: &Gate, health: &Health) {
-    let started = Instant::now();
+pub(super) fn start_loop(
+    config: &Config,
+    timeout: Duration,
+    started: Instant,
+    wait: Duration,
+    gate: &Gate,
+    health: &Health,
+) {
     let mut backoff = FIRST_BACKOFF;
-    let mut attempt: u32 = 0;
+    // The caller made the first attempt.
+    let mut attempt: u32 = 1;
+    if !gate.pause(backoff) {
+        return;
+    }
     loop {
         attempt += 1;
         let result = PgConn::connect(config, timeout).and_then(|conn| super::migrate::migrate(&conn));

@@ -158,20 +158,35 @@ impl PgStore {
         Ok(store)
     }
 
-    /// Returns at once with a store that answers every request with
-    /// [`StoreError::Unavailable`] until it has connected and migrated: a thread retries with
-    /// backoff (100 ms doubling to 500 ms, each attempt logged) for up to `wait`, then gives up.
-    /// [`PgStore::wait_ready`] tells which. Only an unreachable or restarting server is
-    /// retried; any other failure (authentication, a refused schema) ends the startup at once.
+    /// Connects and migrates like [`PgStore::open`] when the database is there. When it is
+    /// unreachable or restarting (and `wait` is not zero), returns at once with a store that
+    /// answers every request with [`StoreError::Unavailable`] until it has connected and
+    /// migrated: a thread retries with backoff (100 ms doubling to 500 ms, each attempt logged)
+    /// for up to `wait`, then gives up; [`PgStore::wait_ready`] tells which. Any other failure
+    /// (authentication, a refused schema) is returned at once.
     pub fn start(url: &str, wait: Duration) -> StoreResult<PgStore> {
         let config = parse_config(url)?;
+        let started = Instant::now();
+        let first = PgConn::connect(&config, SESSION_TIMEOUT).and_then(|conn| migrate::migrate(&conn));
+        match first {
+            Ok(()) => return PgStore::assemble(config, Arc::new(health::Gate::ready())),
+            Err(error) if error.is_store_unavailable() && !wait.is_zero() => {
+                tracing::warn!(%error, wait_s = wait.as_secs(), "the PostgreSQL store is not reachable yet; serving and retrying");
+            }
+            Err(error) => return Err(error),
+        }
         let gate = Arc::new(health::Gate::starting());
         let store = PgStore::assemble(config.clone(), Arc::clone(&gate))?;
         let health = Arc::clone(&store.inner.health);
         std::thread::Builder::new()
             .name("memoree-pg-start".to_owned())
-            .spawn(move || health::start_loop(&config, SESSION_TIMEOUT, wait, &gate, &health))?;
+            .spawn(move || health::start_loop(&config, SESSION_TIMEOUT, started, wait, &gate, &health))?;
         Ok(store)
+    }
+
+    /// Whether this store was still starting when [`PgStore::start`] returned.
+    pub fn was_waiting(&self) -> bool {
+        self.inner.gate.was_waiting()
     }
 
     fn assemble(config: Config, gate: Arc<health::Gate>) -> StoreResult<PgStore> {
@@ -315,6 +330,7 @@ impl PgStore {
         T: Send + 'static,
         F: FnOnce(&Tx<'_>) -> StoreResult<T> + Send + 'static,
     {
+        self.inner.gate.check(&self.inner.health)?;
         self.inner.writer.write(f)
     }
 
