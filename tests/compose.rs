@@ -77,6 +77,11 @@ fn compose_runs_postgres_and_two_front_ends_that_wait_for_it_and_serve_its_datab
                 .any(|v| v.starts_with("./target/release/memoree:")),
             "{name} runs the binary `cargo build --release` writes"
         );
+        assert_eq!(
+            text(&service["restart"]),
+            "unless-stopped",
+            "{name} comes back after a reboot or after giving up on the database"
+        );
         let command = strings(&service["command"]);
         assert_eq!(command, first, "both front ends run the same command");
         assert_eq!(command[..2], ["memoree", "serve"]);
@@ -86,7 +91,12 @@ fn compose_runs_postgres_and_two_front_ends_that_wait_for_it_and_serve_its_datab
             "{name} serves the postgres service's database"
         );
         assert!(flag_value(&command, "--listen").starts_with("tcp://0.0.0.0:"));
+        assert!(
+            flag_value(&command, "--store-wait").parse::<u64>().is_ok_and(|s| s > 0),
+            "{name} waits a bounded time for the database"
+        );
     }
+    assert_eq!(text(&postgres["restart"]), "unless-stopped");
 }
 
 /// The compose front-end command as a process here: `--store` reaches `cluster` over its
