@@ -292,6 +292,7 @@ fn doctor_of(client: &SocketClient) -> (Value, Duration) {
 }
 
 #[test]
+#[allow(clippy::print_stderr)] // the measured latencies, for BENCHMARKS.md
 fn a_front_end_started_before_its_database_serves_within_two_seconds_of_it_and_loses_nothing_acknowledged() {
     let cluster = TestCluster::start();
     let url = cluster.create_database();

@@ -110,6 +110,7 @@ fn put_until_served(service: &Service, key: &str) -> (Value, Duration) {
 }
 
 #[test]
+#[allow(clippy::print_stderr)] // the measured latencies, for BENCHMARKS.md
 fn while_the_server_is_stopped_requests_fail_as_store_unavailable_and_doctor_answers_within_a_second() {
     let f = FrontEnds::start(1);
     let service = &f.services[0];
@@ -227,6 +228,7 @@ fn an_internal_failure_is_not_reported_as_store_unavailable() {
 }
 
 #[test]
+#[allow(clippy::print_stderr)] // the measured latencies, for BENCHMARKS.md
 fn doctor_answers_within_a_second_while_the_server_is_frozen_and_recovers_when_it_resumes() {
     use rustix::process::{Pid, Signal, kill_process};
     let f = FrontEnds::start(1);
