@@ -5,7 +5,10 @@
 //! Each front end is a `Service` with its own store handle (its own writer connection and
 //! read pool), as separate `memoree serve` processes would have; two client threads per front
 //! end write distinct keys. The floor of the throughput lines is the embedded store with the
-//! same clients. Sections: `throughput`, `recall` (`cargo bench --bench postgres -- recall`).
+//! same clients. Sections: `throughput`, `recall` (`cargo bench --bench postgres -- recall`),
+//! `outage` (issue 32: `doctor` latency while the server is stopped and while it is frozen,
+//! against the 1 s bound, and the time from the database accepting connections to the first
+//! request served, for a running front end and for one started before its database).
 //! `MEMOREE_BENCH_RECALL_ARTIFACTS` sets the recall corpus size (default 100000).
 //!
 //! Needs the PostgreSQL server binaries (see `memoree::testkit::postgres`).
@@ -198,6 +201,127 @@ fn recall_section(cluster: &TestCluster) {
     }
 }
 
+/// `doctor` on `service`, timed; returns its `status` too.
+fn timed_doctor(service: &Service) -> (Duration, String) {
+    let started = Instant::now();
+    let response = service.handle_value(json!({"request_id": "r", "op": "doctor", "input": {}}), "req_transport");
+    let took = started.elapsed();
+    assert!(response.ok, "{:?}", response.error);
+    (took, response.result.unwrap()["status"].as_str().unwrap().to_owned())
+}
+
+/// Starts the stopped `cluster`; returns when it first accepted a connection and when
+/// `service` first acknowledged a put, as the gap between them.
+fn accept_to_served(cluster: &TestCluster, url: &str, service: &Service, key: &str) -> Duration {
+    std::thread::scope(|scope| {
+        scope.spawn(|| cluster.start_again());
+        let accepted = scope.spawn(|| {
+            loop {
+                if postgres::Client::connect(url, postgres::NoTls).is_ok() {
+                    return Instant::now();
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        });
+        let served = loop {
+            let response = service.handle_value(
+                json!({"request_id": "r", "op": "artifact.put", "idempotency_key": key, "context": context(),
+                       "input": {"kind": "note", "title": "outage", "content": {"type": "text", "data": key}}}),
+                "req_transport",
+            );
+            if response.ok {
+                break Instant::now();
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        served.saturating_duration_since(accepted.join().unwrap())
+    })
+}
+
+fn outage_section(cluster: &TestCluster) {
+    const ISSUE_OUTAGE: u32 = 32;
+    let bound = Duration::from_secs(1);
+    let url = cluster.create_database();
+    let (services, _dirs) = memoree::testkit::postgres::services(&url, 1);
+    let service = &services[0];
+    put(service, "warm", "before the outage");
+    timed_doctor(service);
+
+    cluster.stop();
+    let mut stopped: Vec<Duration> = (0..50)
+        .map(|_| {
+            let (took, status) = timed_doctor(service);
+            assert_eq!(status, "store_unavailable");
+            took
+        })
+        .collect();
+    stopped.sort();
+    let running = accept_to_served(cluster, &url, service, "after-stop");
+
+    let pids = cluster.server_pids();
+    let signal_all = |signal| {
+        for pid in &pids {
+            let _ = rustix::process::kill_process(rustix::process::Pid::from_raw(*pid).unwrap(), signal);
+        }
+    };
+    signal_all(rustix::process::Signal::STOP);
+    let mut frozen: Vec<Duration> = (0..5).map(|_| timed_doctor(service).0).collect();
+    signal_all(rustix::process::Signal::CONT);
+    frozen.sort();
+    service.store().shutdown();
+
+    // Front ends started while the database is down, as `memoree serve` starts them.
+    let mut startup = Vec::new();
+    for round in 0..5 {
+        cluster.stop();
+        let dir = tempfile::tempdir().unwrap();
+        let store = memoree::store::Store::start_postgres(&url, dir.path(), Duration::from_secs(60)).unwrap();
+        let waiting = Service::new(store, memoree::service::Runtime::default());
+        let (took, status) = timed_doctor(&waiting);
+        assert_eq!(status, "store_unavailable");
+        stopped.push(took);
+        startup.push(accept_to_served(cluster, &url, &waiting, &format!("startup-{round}")));
+        waiting.store().shutdown();
+    }
+    stopped.sort();
+    startup.sort();
+    let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1e3);
+    let worst_stopped = *stopped.last().unwrap();
+    let worst_frozen = *frozen.last().unwrap();
+    println!(
+        "outage: doctor while stopped p50 {} max {} ({} calls); while frozen max {}; accepting -> first served put: running front end {}, started before the database median {} max {}",
+        ms(stopped[stopped.len() / 2]),
+        ms(worst_stopped),
+        stopped.len(),
+        ms(worst_frozen),
+        ms(running),
+        ms(startup[startup.len() / 2]),
+        ms(*startup.last().unwrap()),
+    );
+    for (metric, measured) in [
+        ("doctor latency while PostgreSQL is stopped (max)", worst_stopped),
+        ("doctor latency while PostgreSQL is frozen (SIGSTOP, max)", worst_frozen),
+    ] {
+        targets::target(ISSUE_OUTAGE, metric, &ms(measured), "-", "<= 1000 ms", Some(measured <= bound));
+    }
+    for (metric, measured) in [
+        ("database accepting -> first served put, running front end", running),
+        (
+            "database accepting -> first served put, front end started before the database (max of 5)",
+            *startup.last().unwrap(),
+        ),
+    ] {
+        targets::target(
+            ISSUE_OUTAGE,
+            metric,
+            &ms(measured),
+            "-",
+            "<= 2000 ms",
+            Some(measured <= Duration::from_secs(2)),
+        );
+    }
+}
+
 fn main() {
     let cluster = TestCluster::start_required();
     if sections::selected("throughput") {
@@ -205,5 +329,8 @@ fn main() {
     }
     if sections::selected("recall") {
         recall_section(&cluster);
+    }
+    if sections::selected("outage") {
+        outage_section(&cluster);
     }
 }
