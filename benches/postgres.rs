@@ -302,7 +302,14 @@ fn outage_section(cluster: &TestCluster) {
         ("doctor latency while PostgreSQL is stopped (max)", worst_stopped),
         ("doctor latency while PostgreSQL is frozen (SIGSTOP, max)", worst_frozen),
     ] {
-        targets::target(ISSUE_OUTAGE, metric, &ms(measured), "-", "<= 1000 ms", Some(measured <= bound));
+        targets::target(
+            ISSUE_OUTAGE,
+            metric,
+            &ms(measured),
+            "-",
+            "<= 1000 ms",
+            Some(measured <= bound),
+        );
     }
     for (metric, measured) in [
         ("database accepting -> first served put, running front end", running),

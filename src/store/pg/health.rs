@@ -13,7 +13,7 @@
 //!   restarting, or frozen mid-query).
 //!
 //! **Invariant:** nothing here blocks a caller longer than the budget it was given; at most
-//! one probe thread runs at a time.
+//! one probe thread is waited for at a time (a stuck one is abandoned after 30 s).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -31,6 +31,9 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 /// Longest pause between startup attempts, so a front end serves within about this long
 /// after its database starts accepting connections.
 pub(super) const MAX_BACKOFF: Duration = Duration::from_millis(500);
+
+/// How long a probe may run before the next `doctor` stops waiting for it and starts another.
+const ABANDON_PROBE_AFTER: Duration = Duration::from_secs(30);
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
@@ -346,8 +349,14 @@ impl Prober {
         let deadline = Instant::now() + budget;
         let (slot, started, started_wall) = {
             let mut current = lock(&self.current);
-            let finished = current.as_ref().is_some_and(|(slot, ..)| lock(&slot.result).is_some());
-            if current.is_none() || finished {
+            // A probe stuck longer than this (a connection to a server that vanished without
+            // closing it) is left to itself and a new one started, so `doctor` sees the server
+            // come back even then; at most one such thread is added per period.
+            let stale = |slot: &Slot, started: &Instant| {
+                lock(&slot.result).is_some() || started.elapsed() > ABANDON_PROBE_AFTER
+            };
+            let fresh_needed = current.as_ref().is_none_or(|(slot, started, _)| stale(slot, started));
+            if fresh_needed {
                 let slot = Arc::new(Slot::default());
                 let filled = Arc::clone(&slot);
                 let spawned = std::thread::Builder::new()

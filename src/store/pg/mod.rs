@@ -7,6 +7,12 @@
 //! `r2d2`) and run in one `REPEATABLE READ READ ONLY` transaction, the snapshot a SQLite read
 //! gets. Blobs live in the database (`blob.rs`).
 //!
+//! Outages (`health.rs`): [`PgStore::start`] (the daemon) opens the same way when the database
+//! is there and otherwise returns a store that waits for it in the background; while the
+//! server is unreachable or restarting, requests fail fast with errors for which
+//! [`StoreError::is_store_unavailable`] holds, and [`PgStore::stats_within`] (`doctor`) answers
+//! within its budget whatever the server does.
+//!
 //! **Status:** `crate::store::Store` runs on this backend through [`PgStore`] and the SQL
 //! interface both backends share (`store::db::Db`): every protocol operation works on it
 //! (entities, relations, conflicts, retrieval, browse listings, `verify`, `reindex`,
