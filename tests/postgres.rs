@@ -416,3 +416,40 @@ fn a_front_end_whose_database_never_comes_exits_non_zero_after_its_store_wait_lo
     let attempts = stderr.matches("not reachable yet; retrying").count();
     assert!(attempts >= 3, "each attempt is logged:\n{stderr}");
 }
+
+#[test]
+fn a_front_end_waiting_for_its_database_stops_cleanly_on_sigterm() {
+    let Some(cluster) = TestCluster::start() else { return };
+    let url = cluster.create_database();
+    cluster.stop();
+    let dir = tempfile::tempdir().unwrap();
+    let (mut command, endpoint) = waiting_front_end(dir.path(), &url, 60);
+    let Endpoint::Unix(socket) = endpoint else {
+        unreachable!()
+    };
+    let mut child = command
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !socket.exists() {
+        assert!(Instant::now() < deadline, "the front end never bound its socket");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still waiting for the database after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    assert!(!socket.exists(), "the socket is removed on shutdown");
+}
