@@ -22,8 +22,11 @@ fn recall_example() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// One documented example.
+type Example = fn() -> Result<(), Box<dyn std::error::Error>>;
+
 #[test]
 fn the_documented_client_examples_compile() {
-    let examples: [fn() -> Result<(), Box<dyn std::error::Error>>; 2] = [capabilities_example, recall_example];
+    let examples: [Example; 2] = [capabilities_example, recall_example];
     assert_eq!(examples.len(), 2);
 }
