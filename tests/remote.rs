@@ -576,10 +576,10 @@ fn serve_on_tls_without_a_remote_table_is_a_config_error_naming_it() {
 /// loopback presenting `alpha`.
 fn in_process_tls(
     dir: &Path,
-    idle: std::time::Duration,
+    timeouts: memoree::daemon::ServerTimeouts,
 ) -> (memoree::daemon::DaemonHandle, memoree::client::socket::SocketClient) {
+    use memoree::daemon::DaemonConfig;
     use memoree::daemon::remote::{RemoteClient, RemoteConfig};
-    use memoree::daemon::{DaemonConfig, ServerTimeouts};
 
     let pki = Pki::generate(&dir.join("pki"));
     let alpha = pki.client("alpha", Signer::ClientCa, false);
@@ -594,10 +594,7 @@ fn in_process_tls(
             workspaces: Some([WORKSPACE.to_owned()].into()),
         }],
     });
-    config.timeouts = ServerTimeouts {
-        idle,
-        ..ServerTimeouts::default()
-    };
+    config.timeouts = timeouts;
     let daemon = memoree::daemon::start(config).unwrap();
     let Endpoint::Tls(bound) = daemon.endpoint() else {
         unreachable!()
@@ -613,7 +610,11 @@ fn in_process_tls(
 fn one_tls_connection_carries_many_requests_and_a_kept_alive_client_survives_the_idle_close() {
     let dir = tempfile::tempdir().unwrap();
     let idle = std::time::Duration::from_millis(200);
-    let (daemon, client) = in_process_tls(dir.path(), idle);
+    let timeouts = memoree::daemon::ServerTimeouts {
+        idle,
+        ..Default::default()
+    };
+    let (daemon, client) = in_process_tls(dir.path(), timeouts);
     let context = json!({"workspace_id": WORKSPACE, "project_id": PROJECT});
     let put = |key: &str| {
         json!({"v": 1, "request_id": format!("req_{key}"), "op": "artifact.put", "idempotency_key": key, "context": context,
@@ -633,6 +634,51 @@ fn one_tls_connection_carries_many_requests_and_a_kept_alive_client_survives_the
     let again = kept.exchange_json(&put("k2")).unwrap();
     assert!(again.ok, "{again:?}");
     assert_eq!(again.commit_seq, Some(5));
+    daemon.shutdown().unwrap();
+}
+
+#[test]
+fn sixty_four_idle_unauthenticated_sockets_neither_lock_out_an_authenticated_client_nor_outlive_the_handshake_timeout()
+{
+    use std::io::Read;
+    use std::net::TcpStream;
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let handshake = Duration::from_secs(2);
+    let timeouts = memoree::daemon::ServerTimeouts {
+        handshake,
+        ..Default::default()
+    };
+    let (daemon, client) = in_process_tls(dir.path(), timeouts);
+    let Endpoint::Tls(addr) = client.endpoint() else {
+        unreachable!()
+    };
+    let port = addr.port;
+    // Sockets that connect and never say a word, from the same address as the client.
+    let idle: Vec<TcpStream> = (0..64)
+        .map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap())
+        .collect();
+    let capabilities = json!({"v": 1, "request_id": "req_caps", "op": "capabilities", "input": {}});
+    let started = Instant::now();
+    let response = client.exchange_json(&capabilities).unwrap();
+    let took = started.elapsed();
+    assert!(response.ok, "{response:?}");
+    assert!(took < Duration::from_secs(1), "the authenticated request took {took:?}");
+    // And none of the idle sockets lives past the handshake timeout (plus slack).
+    let deadline = Instant::now() + handshake + Duration::from_secs(3);
+    for mut socket in idle {
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1));
+        socket.set_read_timeout(Some(left)).unwrap();
+        let mut byte = [0u8; 1];
+        match socket.read(&mut byte) {
+            Ok(0) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+            other => panic!("an idle unauthenticated socket was still open after {handshake:?}: {other:?}"),
+        }
+    }
     daemon.shutdown().unwrap();
 }
 
