@@ -785,8 +785,8 @@ fn memoree_inspect_serves_a_tls_daemon_within_the_credential_workspaces() {
     let listen = envelope["result"]["listen"].as_str().unwrap().to_owned();
     let url = envelope["result"]["url"].as_str().unwrap();
     let token = url.rsplit_once("token=").unwrap().1;
-    let port = listen.rsplit_once(':').unwrap().1;
-    let cookie = format!("memoree_inspect_{port}={token}");
+    let (name, value) = memoree::inspect::guard::session_cookie(token);
+    let cookie = format!("{name}={value}");
     let (status, page) = http_get(&listen, "/artifacts", &cookie);
     assert_eq!(status, 200, "{page}");
     assert!(page.contains("remote inspector note"), "{page}");
