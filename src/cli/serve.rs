@@ -25,8 +25,9 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
     /// Serve a PostgreSQL database (`postgres://USER@HOST/DB`) instead of the embedded store
-    /// in the data directory; several daemons may serve one database [default: `[store] url`
-    /// in config.toml, else the embedded store]
+    /// in the data directory; several daemons may serve one database. No password here: it
+    /// comes from PGPASSWORD, PGPASSFILE (~/.pgpass) or `[store] password_file` [default:
+    /// `[store] url` in config.toml, else the embedded store]
     #[arg(long, value_name = "URL")]
     pub store: Option<String>,
     /// Allow a plain `tcp://` address that is not loopback: no authentication, no
@@ -76,19 +77,12 @@ fn config(args: &ServeArgs) -> Result<DaemonConfig, CliError> {
     };
     config.allow_non_loopback_tcp = args.dangerously_allow_non_loopback_tcp;
     config.store_url = match &args.store {
-        Some(url) if crate::store::pg::is_postgres_url(url) => Some(crate::store::pg::PgUrl(url.clone())),
-        Some(_) => {
+        Some(url) if !crate::store::pg::is_postgres_url(url) => {
             return Err(CliError::Config(
                 "--store must be a postgres:// or postgresql:// URL".to_owned(),
             ));
         }
-        None => {
-            let config_file = resolve()?.config_file;
-            crate::ambient::load_settings(&config_file)
-                .map_err(|e| CliError::Config(e.to_string()))?
-                .store_url
-                .map(crate::store::pg::PgUrl)
-        }
+        explicit => super::store_url::choose(explicit.clone(), false)?,
     };
     if matches!(config.listen, Endpoint::Tls(_)) {
         let paths = resolve()?;

@@ -149,6 +149,8 @@ where
             }
         };
         let reply = respond(service, body, ctx.max_frame_bytes).await;
+        // Sizes only: the daemon never looks inside a frame, and bodies are memory content.
+        tracing::debug!(request_bytes = len, response_bytes = reply.len(), "served a request");
         let large = len.max(reply.len()) >= memory::LARGE_FRAME_BYTES;
         match timeout(ctx.timeouts.write, frame::write_encoded(&mut stream, &reply)).await {
             Ok(Ok(())) => {
