@@ -471,3 +471,66 @@ fn a_store_with_plain_tombstone_digests_migrates_to_keyed_ones_that_verify_check
     assert!(store.verify().unwrap().has(kind::TOMBSTONE));
     store.shutdown();
 }
+
+#[test]
+fn a_postgresql_store_with_plain_tombstone_digests_migrates_to_keyed_ones() {
+    use crate::service::{Runtime, Service};
+
+    let cluster = crate::testkit::postgres::TestCluster::start();
+    let url = cluster.create_store_database();
+    let database = url.split_once("@/").unwrap().1.split('?').next().unwrap().to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let service = Service::new(
+        Store::open_postgres(&url, dir.path()).unwrap(),
+        Runtime { daemon_pid: None },
+    );
+    let call = |op: &str, key: &str, input: serde_json::Value| {
+        let response = service.handle_value(
+            serde_json::json!({"v": 1, "request_id": "req_pg", "op": op, "idempotency_key": key, "input": input,
+                               "context": {"workspace_id": "wsp_pg", "project_id": "prj_pg"}}),
+            "req_transport",
+        );
+        assert!(response.ok, "{op}: {:?}", response.error);
+        response.result.unwrap()
+    };
+    let put = call(
+        "artifact.put",
+        "put",
+        serde_json::json!({"kind": "note", "title": "t", "content": {"type": "text", "data": format!("pg {SECRET}")}}),
+    );
+    let artifact_id = put["artifact_id"].as_str().unwrap().to_owned();
+    let plain = put["blob_hash"].as_str().unwrap().to_owned();
+    let purged = call(
+        "artifact.purge",
+        "purge",
+        serde_json::json!({"artifact_id": artifact_id, "reason": "test"}),
+    );
+    assert_ne!(purged["revisions"][0]["blake3"], plain.as_str());
+    service.store().shutdown();
+    drop(service);
+    // Back to schema 1: plain digests, no key.
+    cluster.psql_in(
+        &database,
+        "DROP TRIGGER purged_revisions_are_immutable ON purged_revisions;
+         UPDATE purged_revisions SET blake3 = content_blake3;
+         ALTER TABLE purged_revisions DROP COLUMN content_blake3;
+         DROP TABLE store_secrets;
+         CREATE TRIGGER purged_revisions_are_immutable BEFORE UPDATE ON purged_revisions
+             FOR EACH ROW EXECUTE FUNCTION memoree_refuse('purge tombstones are permanent');
+         DELETE FROM memoree_schema WHERE version = 2;
+         UPDATE meta SET value = '1' WHERE key = 'schema_version';",
+    );
+    assert_eq!(
+        cluster.psql_in(&database, "SELECT blake3 FROM purged_revisions").trim(),
+        plain
+    );
+
+    let store = Store::open_postgres(&url, dir.path()).unwrap();
+    let (key, tombstone) = store
+        .read_db(|db| Ok((tombstone::key(db)?, tombstone::load(db, &artifact_id)?.unwrap())))
+        .unwrap();
+    assert_eq!(tombstone.revisions[0].blake3, tombstone::keyed_digest(&key, &plain));
+    let report = store.verify().unwrap();
+    assert!(report.is_ok(), "{:?}", report.issues);
+    store.shutdown();
+}
