@@ -261,7 +261,10 @@ fn start(data: &Path) -> Setup {
         _stdout: stdout,
         socket,
         addr,
-        cookie: format!("memoree_inspect_{}={token}", addr.port()),
+        cookie: {
+            let (name, value) = memoree::inspect::guard::session_cookie(&token);
+            format!("{name}={value}")
+        },
         claim_id,
     }
 }

@@ -156,3 +156,38 @@ fn demo_runs_an_end_to_end_session_in_a_throw_away_home() {
         "the demo never touches the user's store"
     );
 }
+
+#[test]
+fn a_store_url_with_a_password_on_the_command_line_is_refused_with_the_ways_to_pass_it() {
+    let home = TempHome::new();
+    for args in [
+        &["serve", "--store", "postgres://memoree:hunter2@db.invalid/memoree"][..],
+        &[
+            "serve",
+            "--store",
+            "postgresql://memoree@db.invalid/memoree?password=hunter2",
+        ][..],
+        &[
+            "import",
+            "archive",
+            "--store",
+            "postgres://memoree:hunter2@db.invalid/memoree",
+        ][..],
+        &[
+            "export",
+            "--all",
+            "out",
+            "--store",
+            "postgres://memoree:hunter2@db.invalid/memoree",
+        ][..],
+    ] {
+        let (status, body) = home.run_cli(args);
+        assert_eq!((status, code(&body)), (2, "CONFIG_ERROR"), "{args:?}: {body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        for hint in ["PGPASSWORD", "PGPASSFILE", "password_file"] {
+            assert!(message.contains(hint), "{message}");
+        }
+        assert!(!body.to_string().contains("hunter2"), "{body}");
+    }
+    assert!(!home.home.join("data").exists(), "nothing was created");
+}

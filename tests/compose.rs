@@ -87,8 +87,13 @@ fn compose_runs_postgres_and_two_front_ends_that_wait_for_it_and_serve_its_datab
         assert_eq!(command[..2], ["memoree", "serve"]);
         assert_eq!(
             flag_value(&command, "--store"),
-            format!("postgres://{user}:{password}@postgres/{database}"),
-            "{name} serves the postgres service's database"
+            format!("postgres://{user}@postgres/{database}"),
+            "{name} serves the postgres service's database, with no password on its command line"
+        );
+        assert_eq!(
+            text(&service["environment"]["PGPASSWORD"]),
+            password,
+            "{name} takes the postgres service's password from its environment"
         );
         assert!(flag_value(&command, "--listen").starts_with("tcp://0.0.0.0:"));
         assert!(
@@ -107,8 +112,15 @@ fn front_end_command(
     endpoint: &Endpoint,
     data_dir: &Path,
 ) -> Command {
-    let (_, password, database) = database_settings(&compose());
+    let compose = compose();
+    let (_, _, database) = database_settings(&compose);
     let mut command = Command::new(BIN);
+    // The front end's environment, as Compose passes it (the cluster trusts its role, so the
+    // password is carried but not needed).
+    let environment = compose["services"][FRONT_ENDS[0]]["environment"].as_hash().unwrap();
+    for (name, value) in environment {
+        command.env(text(name), text(value));
+    }
     let mut args = compose_command[1..].iter();
     while let Some(arg) = args.next() {
         command.arg(arg);
@@ -116,9 +128,8 @@ fn front_end_command(
             "--store" => {
                 let url = args.next().unwrap();
                 assert!(url.contains("@postgres/"), "{url}");
-                // The cluster trusts its role, so the password is carried but not needed.
                 format!(
-                    "postgres://{}:{password}@/{database}?host={}",
+                    "postgres://{}@/{database}?host={}",
                     memoree::testkit::postgres::ROLE,
                     cluster.dir().display()
                 )

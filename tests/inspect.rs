@@ -46,13 +46,26 @@ fn the_token_is_required_and_exchanged_once_for_a_strict_http_only_cookie() {
     assert_eq!(content, "0;url=/claims?type=fact");
 
     assert_eq!(inspector.get("/claims?type=fact").status, 200);
-    let stale = format!("memoree_inspect_{}={}", inspector.addr.port(), "f".repeat(64));
-    assert_eq!(
-        inspector
-            .send("GET", "/", &[("host", &host), ("cookie", &stale)])
-            .status,
-        403
+    // A cookie of another run, or one carrying the token itself, is no session of this one.
+    let (name, _) = memoree::inspect::guard::session_cookie(&inspector.token);
+    for stale in [
+        format!("memoree_inspect_{}={}", inspector.addr.port(), "f".repeat(64)),
+        format!("memoree_inspect_{}={}", inspector.addr.port(), inspector.token),
+        format!("{name}={}", inspector.token),
+    ] {
+        let reply = inspector.send("GET", "/", &[("host", &host), ("cookie", &stale)]);
+        assert_eq!(reply.status, 403, "{stale}");
+    }
+    // A token exchange at a path that a browser reads as another host stays on this origin.
+    let hostile = inspector.send(
+        "GET",
+        &format!("//evil.example/?token={}", inspector.token),
+        &[("host", &host)],
     );
+    assert_eq!(hostile.status, 200, "{}", hostile.body);
+    let html = Html::parse_document(&hostile.body);
+    let content = html.select(&refresh).next().unwrap().value().attr("content").unwrap();
+    assert_eq!(content, "0;url=/evil.example/");
     // Static files need the cookie too.
     assert_eq!(
         inspector.send("GET", "/static/inspect.js", &[("host", &host)]).status,

@@ -326,7 +326,8 @@ impl Inspector {
 
     /// The access cookie, as a browser would send it after the first visit.
     pub fn cookie(&self) -> String {
-        format!("memoree_inspect_{}={}", self.addr.port(), self.token)
+        let (name, value) = memoree::inspect::guard::session_cookie(&self.token);
+        format!("{name}={value}")
     }
 
     /// `http://ADDR` + `path`.

@@ -259,3 +259,50 @@ fn the_server_exits_promptly_when_the_host_leaves_during_a_hung_call() {
     // after a 1 s grace instead of holding the process for the client's 30 s read timeout.
     assert!(took < Duration::from_secs(9), "exit took {took:?}");
 }
+
+#[test]
+fn at_debug_level_the_mcp_server_and_its_daemon_log_tools_ids_and_sizes_never_content() {
+    let home = TempHome::new();
+    let canary = "zebra-canary-7781";
+    let mut server = RawServer::spawn(command(&home, &home.project, &[], &[("RUST_LOG", "debug")]));
+    server.initialize("2025-11-25");
+    let put = server.request(
+        1,
+        "tools/call",
+        call_params(
+            "artifact_put",
+            json!({"kind": "note", "title": format!("title {canary}"), "content": {"type": "text", "data": format!("the secret is {canary}")}}),
+        ),
+    );
+    let put = put["result"]["structuredContent"].clone();
+    let artifact_id = put["artifact_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{put}"))
+        .to_owned();
+    let got = server.request(
+        2,
+        "tools/call",
+        call_params("artifact_get", json!({"artifact_id": artifact_id})),
+    );
+    assert!(
+        got.to_string().contains(canary),
+        "the tool result carries the content: {got}"
+    );
+    server.request(3, "tools/call", call_params("search", json!({"query": canary})));
+    let (_, stderr, status) = server.finish();
+    assert!(status.success(), "{status}");
+    assert!(
+        stderr.contains("tool call") && stderr.contains("artifact_get") && stderr.contains("result_bytes"),
+        "each tool call is logged with its name and sizes: {stderr}"
+    );
+    assert!(
+        !stderr.contains(canary),
+        "content reached the MCP server's log: {stderr}"
+    );
+    let daemon_log = std::fs::read_to_string(home.home.join("data").join("memoreed.log")).unwrap();
+    assert!(daemon_log.contains("response_bytes"), "{daemon_log}");
+    assert!(
+        !daemon_log.contains(canary),
+        "content reached the daemon's log: {daemon_log}"
+    );
+}

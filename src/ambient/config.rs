@@ -24,7 +24,7 @@ const CONFIG_KEYS: &[&str] = &[
 ];
 const PERSONAL_KEYS: &[&str] = &["workspace_id", "project_id", "pins"];
 const REMEMBER_KEYS: &[&str] = &["compiler"];
-const STORE_KEYS: &[&str] = &["url", "wait"];
+const STORE_KEYS: &[&str] = &["url", "wait", "password_file"];
 
 /// The settings read from `config.toml`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -41,6 +41,9 @@ pub struct Settings {
     /// `[store] wait = SECONDS`: how long `memoree serve` waits for its PostgreSQL database at
     /// startup (`--store-wait` overrides it).
     pub store_wait_secs: Option<u64>,
+    /// `[store] password_file = "PATH"` (relative to the config file's directory): the
+    /// PostgreSQL password, for a store URL without one (`cli::store_url`).
+    pub store_password_file: Option<std::path::PathBuf>,
 }
 
 /// Loads `config.toml`. A missing file gives the default settings; an unreadable or
@@ -88,10 +91,18 @@ fn parse_settings(path: &Path, text: &str) -> Result<Settings, AmbientError> {
         }
         Some(_) => return Err(invalid("`remember` must be a table".to_owned())),
     };
-    let store_url = match table.get("store") {
-        None => None,
+    let (store_url, store_password_file) = match table.get("store") {
+        None => (None, None),
         Some(toml::Value::Table(store)) => {
-            parse_store(store).map_err(|problem| invalid(format!("[store]: {problem}")))?
+            let url = parse_store(store).map_err(|problem| invalid(format!("[store]: {problem}")))?;
+            let password_file = match store.get("password_file") {
+                None => None,
+                Some(toml::Value::String(file)) if !file.is_empty() => {
+                    Some(path.parent().unwrap_or(Path::new(".")).join(file))
+                }
+                Some(_) => return Err(invalid("[store]: `password_file` must be a path".to_owned())),
+            };
+            (url, password_file)
         }
         Some(_) => return Err(invalid("`store` must be a table".to_owned())),
     };
@@ -106,6 +117,7 @@ fn parse_settings(path: &Path, text: &str) -> Result<Settings, AmbientError> {
         remember_compiler,
         store_url,
         store_wait_secs,
+        store_password_file,
     })
 }
 

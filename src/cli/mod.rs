@@ -18,6 +18,7 @@ mod mcp;
 pub mod output;
 mod request;
 mod serve;
+mod store_url;
 mod transport;
 
 use std::process::ExitCode;
@@ -244,12 +245,29 @@ pub(crate) fn dispatch(cli: Cli) -> Outcome {
 
 /// Logs go to stderr only; `RUST_LOG` overrides the default `memoree=warn`.
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("memoree=warn"));
     let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .with_env_filter(log_filter(std::env::var("RUST_LOG").ok().as_deref()))
         .with_writer(std::io::stderr)
         .try_init();
+}
+
+/// Dependencies whose debug logs carry message content: rmcp logs every JSON-RPC request
+/// and result whole (tool arguments and results are memory content, which would then outlive
+/// a purge in the host's logs). They are capped at `warn` whatever `RUST_LOG` says; our own
+/// debug logs name operations, ids and sizes only.
+const CONTENT_LOGGING_TARGETS: &[&str] = &["rmcp"];
+
+/// The log filter: `RUST_LOG` (else `memoree=warn`) with [`CONTENT_LOGGING_TARGETS`] capped.
+fn log_filter(rust_log: Option<&str>) -> tracing_subscriber::EnvFilter {
+    let mut filter = rust_log
+        .and_then(|directives| tracing_subscriber::EnvFilter::try_new(directives).ok())
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("memoree=warn"));
+    for target in CONTENT_LOGGING_TARGETS {
+        if let Ok(directive) = format!("{target}=warn").parse() {
+            filter = filter.add_directive(directive);
+        }
+    }
+    filter
 }
 
 #[cfg(test)]

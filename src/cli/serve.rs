@@ -25,8 +25,9 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
     /// Serve a PostgreSQL database (`postgres://USER@HOST/DB`) instead of the embedded store
-    /// in the data directory; several daemons may serve one database [default: `[store] url`
-    /// in config.toml, else the embedded store]
+    /// in the data directory; several daemons may serve one database. No password here: it
+    /// comes from PGPASSWORD, PGPASSFILE (~/.pgpass) or `[store] password_file` [default:
+    /// `[store] url` in config.toml, else the embedded store]
     #[arg(long, value_name = "URL")]
     pub store: Option<String>,
     /// With a PostgreSQL store: how long to wait for the database to accept connections at
@@ -85,13 +86,12 @@ fn config(args: &ServeArgs) -> Result<DaemonConfig, CliError> {
         crate::ambient::load_settings(&config_file).map_err(|e| CliError::Config(e.to_string()))
     };
     config.store_url = match &args.store {
-        Some(url) if crate::store::pg::is_postgres_url(url) => Some(crate::store::pg::PgUrl(url.clone())),
-        Some(_) => {
+        Some(url) if !crate::store::pg::is_postgres_url(url) => {
             return Err(CliError::Config(
                 "--store must be a postgres:// or postgresql:// URL".to_owned(),
             ));
         }
-        None => settings()?.store_url.map(crate::store::pg::PgUrl),
+        explicit => super::store_url::choose(explicit.clone(), false)?,
     };
     if config.store_url.is_some() {
         let wait = match args.store_wait {

@@ -16,12 +16,11 @@ use std::os::fd::AsFd;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
-use tokio::time::timeout;
+use tokio::time::{timeout, timeout_at};
 
 use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 
-use super::listener::Conn;
 use super::remote::ServerTls;
 use super::{ServerTimeouts, memory};
 use crate::frame::{self, FrameError};
@@ -42,38 +41,27 @@ pub(super) struct Ctx {
     pub max_connections: usize,
 }
 
-/// Serves one admitted connection: the Unix socket and plain TCP with the whole service, a
-/// TLS connection (after its handshake) with the view its client certificate grants.
-pub(super) async fn serve(conn: Conn, ctx: &Ctx, stop: watch::Receiver<bool>) {
-    match conn {
-        Conn::Unix(stream) => serve_stream(stream, ctx, &ctx.service, stop).await,
-        Conn::Tcp(stream) => serve_stream(stream, ctx, &ctx.service, stop).await,
-        Conn::Tls(stream) => {
-            let Some((stream, service)) = handshake(stream, ctx).await else {
-                return;
-            };
-            serve_stream(stream, ctx, &service, stop).await;
-        }
-    }
-}
-
-/// The TLS handshake of a connection, under the read timeout, and the service view of the
-/// client it authenticated. A refused client was already sent its alert by rustls; it is
-/// logged here with its address.
-async fn handshake(stream: TcpStream, ctx: &Ctx) -> Option<(TlsStream<TcpStream>, Service)> {
+/// The TLS handshake of a connection, under the handshake timeout, and the service view of
+/// the client it authenticated. A refused client was already sent its alert by rustls; it is
+/// logged here with its address. The caller runs this in a pre-authentication slot
+/// (`handshake::Slot`), before any connection permit is taken.
+pub(super) async fn handshake(stream: TcpStream, ctx: &Ctx) -> Option<(TlsStream<TcpStream>, Service)> {
     let tls = ctx.tls.as_ref()?;
     let peer = stream.peer_addr().ok();
-    let stream = match timeout(ctx.timeouts.read, tls.acceptor().accept(stream).into_fallible()).await {
+    // One deadline for the handshake and the lingering after a refused one.
+    let limit = ctx.timeouts.handshake;
+    let deadline = tokio::time::Instant::now() + limit;
+    let stream = match timeout_at(deadline, tls.acceptor().accept(stream).into_fallible()).await {
         Ok(Ok(stream)) => stream,
         Ok(Err((error, mut tcp))) => {
             tracing::warn!(?peer, %error, "TLS handshake refused");
             // The alert is sent; drain what the client still sends (in TLS 1.3 its first
             // request may already be on its way) so the alert is not lost to a reset.
-            linger(&mut tcp, ctx).await;
+            let _ = timeout_at(deadline, linger(&mut tcp, ctx)).await;
             return None;
         }
         Err(_) => {
-            tracing::warn!(?peer, "no TLS handshake within {}; closing", seconds(ctx.timeouts.read));
+            tracing::debug!(?peer, "no TLS handshake within {}; closing", seconds(limit));
             return None;
         }
     };
@@ -86,33 +74,15 @@ async fn handshake(stream: TcpStream, ctx: &Ctx) -> Option<(TlsStream<TcpStream>
     Some((stream, ctx.service.with_grant(grant.clone())))
 }
 
-/// Answers a connection over the limit with the busy envelope and closes it (a TLS client
-/// gets it inside its session, once its handshake succeeded).
-pub(super) async fn refuse_busy(conn: Conn, ctx: &Ctx) {
-    match conn {
-        Conn::Unix(mut stream) => reply_and_close(&mut stream, &ctx.busy_frame, ctx).await,
-        Conn::Tcp(mut stream) => reply_and_close(&mut stream, &ctx.busy_frame, ctx).await,
-        Conn::Tls(stream) => {
-            if let Some((mut stream, _)) = handshake(stream, ctx).await {
-                reply_and_close(&mut stream, &ctx.busy_frame, ctx).await;
-            }
-        }
-    }
-}
-
 /// Answers a connection over the limit without waiting for anything: one non-blocking
 /// write of the busy frame (a few hundred bytes, which an accepted socket's empty send
 /// buffer always takes), a half-close, and the connection is closed. Used when even the
 /// lingering refusals are at their bound; a peer still writing its request over TCP may see
 /// a reset after the reply instead of a clean close.
 ///
-/// A TLS connection is closed without a reply: nothing can be said to it before a handshake.
-pub(super) fn refuse_busy_now(conn: Conn, busy_frame: &[u8]) {
-    let fd = match &conn {
-        Conn::Unix(stream) => stream.as_fd(),
-        Conn::Tcp(stream) => stream.as_fd(),
-        Conn::Tls(_) => return,
-    };
+/// A TLS connection never comes here: it is refused inside its session, or closed.
+pub(super) fn refuse_busy_now(stream: &impl AsFd, busy_frame: &[u8]) {
+    let fd = stream.as_fd();
     let flags = rustix::net::SendFlags::DONTWAIT | rustix::net::SendFlags::NOSIGNAL;
     match rustix::net::send(fd, busy_frame, flags) {
         Ok(sent) if sent == busy_frame.len() => {
@@ -123,7 +93,7 @@ pub(super) fn refuse_busy_now(conn: Conn, busy_frame: &[u8]) {
     }
 }
 
-async fn serve_stream<S>(mut stream: S, ctx: &Ctx, service: &Service, mut stop: watch::Receiver<bool>)
+pub(super) async fn serve_stream<S>(mut stream: S, ctx: &Ctx, service: &Service, mut stop: watch::Receiver<bool>)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -179,6 +149,8 @@ where
             }
         };
         let reply = respond(service, body, ctx.max_frame_bytes).await;
+        // Sizes only: the daemon never looks inside a frame, and bodies are memory content.
+        tracing::debug!(request_bytes = len, response_bytes = reply.len(), "served a request");
         let large = len.max(reply.len()) >= memory::LARGE_FRAME_BYTES;
         match timeout(ctx.timeouts.write, frame::write_encoded(&mut stream, &reply)).await {
             Ok(Ok(())) => {
@@ -245,7 +217,7 @@ fn oversized(len: u64, max: usize) -> ErrorBody {
 
 /// Writes a final encoded reply, half-closes, and drains what the peer still sends for a
 /// while.
-async fn reply_and_close<S>(stream: &mut S, reply: &[u8], ctx: &Ctx)
+pub(super) async fn reply_and_close<S>(stream: &mut S, reply: &[u8], ctx: &Ctx)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {

@@ -118,8 +118,8 @@ pub(super) enum Listener {
 pub(super) enum Conn {
     Unix(UnixStream),
     Tcp(TcpStream),
-    /// A TCP connection of a TLS listener, before its handshake.
-    Tls(TcpStream),
+    /// A TCP connection of a TLS listener, before its handshake, and its peer's address.
+    Tls(TcpStream, SocketAddr),
 }
 
 impl Listener {
@@ -132,9 +132,9 @@ impl Listener {
                 Ok(Conn::Tcp(stream))
             }
             Listener::Tls(l) => {
-                let (stream, _) = l.accept().await?;
+                let (stream, peer) = l.accept().await?;
                 stream.set_nodelay(true)?;
-                Ok(Conn::Tls(stream))
+                Ok(Conn::Tls(stream, peer))
             }
         }
     }

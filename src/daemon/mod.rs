@@ -19,6 +19,7 @@
 //! is removed and queued writes finish before the process exits.
 
 mod connection;
+mod handshake;
 pub mod listener;
 mod memory;
 pub mod remote;
@@ -51,6 +52,9 @@ const MAX_PENDING_REFUSALS: usize = 64;
 pub struct ServerTimeouts {
     /// Reading one whole frame, and waiting for a connection's first frame (30 s).
     pub read: Duration,
+    /// Completing a TLS handshake, before the connection is authenticated or counted
+    /// against the connection limit (5 s).
+    pub handshake: Duration,
     /// Writing one response frame (30 s).
     pub write: Duration,
     /// Waiting for the next request on a connection that already carried one (5 s).
@@ -66,6 +70,7 @@ impl Default for ServerTimeouts {
     fn default() -> ServerTimeouts {
         ServerTimeouts {
             read: Duration::from_secs(30),
+            handshake: Duration::from_secs(5),
             write: Duration::from_secs(30),
             idle: Duration::from_secs(5),
             linger: Duration::from_secs(2),
@@ -403,6 +408,7 @@ async fn serve(prepared: Prepared, shutdown: impl Future<Output = ()>) -> Result
     });
     let permits = Arc::new(Semaphore::new(config.max_connections));
     let refusals = Arc::new(Semaphore::new(MAX_PENDING_REFUSALS));
+    let handshakes = handshake::Handshakes::new();
     let (stop_tx, stop_rx) = watch::channel(false);
     // Resolves only if the store's startup fails (a store that started stays pending).
     let startup_failed = async move {
@@ -427,7 +433,7 @@ async fn serve(prepared: Prepared, shutdown: impl Future<Output = ()>) -> Result
                 break;
             }
             accepted = listener.accept() => match accepted {
-                Ok(conn) => admit(conn, &ctx, &permits, &refusals, &stop_rx),
+                Ok(conn) => admit(conn, &ctx, &permits, &refusals, &handshakes, &stop_rx),
                 Err(error) => {
                     tracing::warn!(%error, "accept failed");
                     // Out of descriptors or memory: back off instead of spinning.
@@ -461,31 +467,88 @@ fn admit(
     ctx: &Arc<connection::Ctx>,
     permits: &Arc<Semaphore>,
     refusals: &Arc<Semaphore>,
+    handshakes: &Arc<handshake::Handshakes>,
     stop: &watch::Receiver<bool>,
 ) {
-    match Arc::clone(permits).try_acquire_owned() {
-        Ok(permit) => {
-            let ctx = Arc::clone(ctx);
-            let stop = stop.clone();
-            tokio::spawn(async move {
-                connection::serve(conn, &ctx, stop).await;
-                drop(permit);
-            });
+    let admission = Admission {
+        ctx: Arc::clone(ctx),
+        permits: Arc::clone(permits),
+        refusals: Arc::clone(refusals),
+        stop: stop.clone(),
+    };
+    match conn {
+        listener::Conn::Unix(stream) => admission.plain(stream),
+        listener::Conn::Tcp(stream) => admission.plain(stream),
+        // No permit before authentication: the handshake holds only a pre-authentication slot.
+        listener::Conn::Tls(stream, peer) => {
+            let slot = handshakes.enter(peer.ip());
+            tokio::spawn(admission.tls(stream, slot));
         }
-        Err(_) => {
-            tracing::warn!(
-                max_connections = ctx.max_connections,
-                "connection limit reached; refusing a connection"
-            );
-            match Arc::clone(refusals).try_acquire_owned() {
-                Ok(permit) => {
-                    let ctx = Arc::clone(ctx);
-                    tokio::spawn(async move {
-                        connection::refuse_busy(conn, &ctx).await;
-                        drop(permit);
-                    });
+    }
+}
+
+/// What admitting a connection needs.
+struct Admission {
+    ctx: Arc<connection::Ctx>,
+    permits: Arc<Semaphore>,
+    refusals: Arc<Semaphore>,
+    stop: watch::Receiver<bool>,
+}
+
+impl Admission {
+    /// A Unix or plain TCP connection: served under a permit, or over the limit answered
+    /// with the busy envelope (lingering while fewer than `MAX_PENDING_REFUSALS` do).
+    fn plain<S>(self, stream: S)
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + std::os::fd::AsFd + Send + Unpin + 'static,
+    {
+        match Arc::clone(&self.permits).try_acquire_owned() {
+            Ok(permit) => {
+                tokio::spawn(async move {
+                    connection::serve_stream(stream, &self.ctx, &self.ctx.service, self.stop).await;
+                    drop(permit);
+                });
+            }
+            Err(_) => {
+                tracing::warn!(
+                    max_connections = self.ctx.max_connections,
+                    "connection limit reached; refusing a connection"
+                );
+                match Arc::clone(&self.refusals).try_acquire_owned() {
+                    Ok(permit) => {
+                        tokio::spawn(async move {
+                            let mut stream = stream;
+                            connection::reply_and_close(&mut stream, &self.ctx.busy_frame, &self.ctx).await;
+                            drop(permit);
+                        });
+                    }
+                    Err(_) => connection::refuse_busy_now(&stream, &self.ctx.busy_frame),
                 }
-                Err(_) => connection::refuse_busy_now(conn, &ctx.busy_frame),
+            }
+        }
+    }
+
+    /// The handshake in its pre-authentication slot, then, for an authenticated client,
+    /// the connection limit: served under a permit, or answered with the busy envelope
+    /// inside its TLS session.
+    async fn tls(self, stream: tokio::net::TcpStream, slot: handshake::Slot) {
+        let Some((mut stream, service)) = slot.run(connection::handshake(stream, &self.ctx)).await else {
+            return;
+        };
+        match Arc::clone(&self.permits).try_acquire_owned() {
+            Ok(permit) => {
+                connection::serve_stream(stream, &self.ctx, &service, self.stop).await;
+                drop(permit);
+            }
+            Err(_) => {
+                tracing::warn!(
+                    max_connections = self.ctx.max_connections,
+                    "connection limit reached; refusing an authenticated TLS connection"
+                );
+                if let Ok(permit) = Arc::clone(&self.refusals).try_acquire_owned() {
+                    connection::reply_and_close(&mut stream, &self.ctx.busy_frame, &self.ctx).await;
+                    drop(permit);
+                }
             }
         }
     }

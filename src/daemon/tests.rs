@@ -21,6 +21,7 @@ struct Fixture {
 fn quick() -> ServerTimeouts {
     ServerTimeouts {
         read: Duration::from_secs(1),
+        handshake: Duration::from_secs(1),
         write: Duration::from_secs(2),
         idle: Duration::from_millis(500),
         linger: Duration::from_millis(300),

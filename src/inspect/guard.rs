@@ -7,6 +7,21 @@
 //! in the `token` query parameter (the URL printed at start, exchanged once for a cookie) or
 //! in the `HttpOnly; SameSite=Strict` cookie, which is accepted only from same-origin or
 //! direct navigations. Everything else is `403`.
+//!
+//! The cookie is bound to this inspector run: its name and value are both derived from the
+//! run's token ([`session_cookie`]), never the token itself, so a cookie of an earlier run or
+//! of another inspector is not this run's, two inspectors never overwrite each other's
+//! cookie, and the printed token is not handed to other servers.
+//!
+//! What a cookie on `127.0.0.1` can and cannot protect: cookies ignore ports, so the browser
+//! sends this cookie to every server it visits on this host name, whatever the port. It
+//! therefore keeps out other sites (SameSite, `Origin`, `Host`, `Sec-Fetch-Site`) and anyone
+//! who never had the URL, but not a local process serving another port of `127.0.0.1` that the
+//! browser visits: that process receives the session value and can replay it here until the
+//! inspector stops. Against local users and processes, the inspector's boundary is the token
+//! printed only to the caller (stdout and stderr, or the owner-only file `--open` uses), and
+//! its life: it
+//! stops with `memoree inspect`, and a new run issues a new token and a new cookie.
 
 use std::net::SocketAddr;
 
@@ -32,11 +47,28 @@ pub enum Verdict {
     Refuse(StatusCode, &'static str),
 }
 
+/// The session cookie a token grants: `(name, value)`, both derived from the token (BLAKE3
+/// in key-derivation mode), so the cookie names this run and never carries the token.
+pub fn session_cookie(token: &str) -> (String, String) {
+    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let name = blake3::derive_key("memoree inspect 2026 session cookie name", token.as_bytes());
+    let value = blake3::derive_key("memoree inspect 2026 session cookie value", token.as_bytes());
+    (format!("memoree_inspect_{}", hex(&name[..8])), hex(&value))
+}
+
+/// The path a token exchange continues at: the request's path with any run of leading
+/// slashes and backslashes reduced to one `/`, so it stays on this origin (a browser reads
+/// `//host/` and `/\host/` as another host).
+fn same_origin_path(path: &str) -> String {
+    format!("/{}", path.trim_start_matches(['/', '\\']))
+}
+
 /// The secrets and names one listener checks against.
 #[derive(Debug)]
 pub struct Gate {
     token: String,
     cookie_name: String,
+    cookie_value: String,
     hosts: Vec<String>,
     origins: Vec<String>,
 }
@@ -59,9 +91,11 @@ impl Gate {
             hosts.extend([ip, "localhost".to_owned()]);
         }
         let origins = hosts.iter().map(|host| format!("http://{host}")).collect();
+        let (cookie_name, cookie_value) = session_cookie(&token);
         Gate {
             token,
-            cookie_name: format!("memoree_inspect_{port}"),
+            cookie_name,
+            cookie_value,
             hosts,
             origins,
         }
@@ -80,7 +114,10 @@ impl Gate {
 
     /// The `Set-Cookie` value granting access after a token exchange.
     pub fn cookie(&self) -> String {
-        format!("{}={}; Path=/; HttpOnly; SameSite=Strict", self.cookie_name, self.token)
+        format!(
+            "{}={}; Path=/; HttpOnly; SameSite=Strict",
+            self.cookie_name, self.cookie_value
+        )
     }
 
     /// Decides a request from its method, headers, path and query.
@@ -118,8 +155,9 @@ impl Gate {
             let query = form_urlencoded::Serializer::new(String::new())
                 .extend_pairs(rest)
                 .finish();
+            let path = same_origin_path(path);
             let location = if query.is_empty() {
-                path.to_owned()
+                path
             } else {
                 format!("{path}?{query}")
             };
@@ -147,7 +185,7 @@ impl Gate {
             .filter_map(|value| value.to_str().ok())
             .flat_map(|value| value.split(';'))
             .filter_map(|pair| pair.trim().split_once('='))
-            .any(|(name, value)| name == self.cookie_name && same_secret(value, &self.token))
+            .any(|(name, value)| name == self.cookie_name && same_secret(value, &self.cookie_value))
     }
 }
 
@@ -190,8 +228,10 @@ mod tests {
         gate().check(&Method::GET, &headers(pairs), "/claims", query)
     }
 
-    const COOKIE: &str =
-        "other=1; memoree_inspect_4321=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    static COOKIE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        let (name, value) = session_cookie(&"a".repeat(64));
+        format!("other=1; {name}={value}")
+    });
 
     #[test]
     fn the_token_is_exchanged_for_a_cookie_and_stripped_from_the_url() {
@@ -204,10 +244,60 @@ mod tests {
             }
         );
         assert_eq!(
-            check(&[("host", "localhost:4321"), ("cookie", COOKIE)], None),
+            check(&[("host", "localhost:4321"), ("cookie", COOKIE.as_str())], None),
             Verdict::Pass
         );
         assert!(gate().cookie().ends_with("; Path=/; HttpOnly; SameSite=Strict"));
+    }
+
+    #[test]
+    fn the_exchange_never_continues_off_this_origin() {
+        let token = "a".repeat(64);
+        for (path, expected) in [
+            ("//evil.example/", "/evil.example/"),
+            ("///evil.example", "/evil.example"),
+            ("/\\evil.example/x", "/evil.example/x"),
+            ("/\\/evil.example", "/evil.example"),
+            ("/", "/"),
+            ("/claims", "/claims"),
+        ] {
+            let verdict = gate().check(
+                &Method::GET,
+                &headers(&[("host", "127.0.0.1:4321")]),
+                path,
+                Some(&format!("token={token}")),
+            );
+            assert_eq!(
+                verdict,
+                Verdict::Exchange {
+                    location: expected.to_owned()
+                },
+                "{path}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_cookie_is_derived_from_this_runs_token_and_never_carries_it() {
+        let token = "a".repeat(64);
+        let cookie = gate().cookie();
+        assert!(!cookie.contains(&token), "{cookie}");
+        let (name, value) = session_cookie(&token);
+        assert!(cookie.starts_with(&format!("{name}={value};")), "{cookie}");
+        // Another run (another token) has another name and value; the token itself, or a
+        // cookie named after the port, is not a session.
+        let (other_name, other_value) = session_cookie(&"b".repeat(64));
+        assert_ne!((&name, &value), (&other_name, &other_value));
+        let forbidden = |cookie: &str| {
+            matches!(
+                check(&[("host", "127.0.0.1:4321"), ("cookie", cookie)], None),
+                Verdict::Refuse(StatusCode::FORBIDDEN, _)
+            )
+        };
+        assert!(forbidden(&format!("memoree_inspect_4321={token}")));
+        assert!(forbidden(&format!("{name}={token}")));
+        assert!(forbidden(&format!("{other_name}={other_value}")));
+        assert!(forbidden(&format!("{name}={other_value}")));
     }
 
     #[test]
@@ -215,14 +305,11 @@ mod tests {
         let forbidden = |v: Verdict| matches!(v, Verdict::Refuse(StatusCode::FORBIDDEN, _));
         assert!(forbidden(check(&[("host", "127.0.0.1:4321")], None)));
         assert!(forbidden(check(&[("host", "127.0.0.1:4321")], Some("token=guess"))));
-        let wrong = COOKIE.replace("=aaaa", "=baaa");
+        let (name, value) = session_cookie(&"a".repeat(64));
+        assert_ne!(value, "0".repeat(64));
+        let wrong = format!("{name}={}", "0".repeat(64));
         assert!(forbidden(check(
             &[("host", "127.0.0.1:4321"), ("cookie", &wrong)],
-            None
-        )));
-        let other_port = COOKIE.replace("4321", "4322");
-        assert!(forbidden(check(
-            &[("host", "127.0.0.1:4321"), ("cookie", &other_port)],
             None
         )));
     }
@@ -231,31 +318,35 @@ mod tests {
     fn rebinding_hosts_foreign_origins_and_other_sites_are_forbidden() {
         let forbidden = |v: Verdict| matches!(v, Verdict::Refuse(StatusCode::FORBIDDEN, _));
         assert!(forbidden(check(
-            &[("host", "evil.example:4321"), ("cookie", COOKIE)],
+            &[("host", "evil.example:4321"), ("cookie", COOKIE.as_str())],
             None
         )));
         assert!(forbidden(check(
-            &[("host", "127.0.0.1:9999"), ("cookie", COOKIE)],
+            &[("host", "127.0.0.1:9999"), ("cookie", COOKIE.as_str())],
             None
         )));
-        assert!(forbidden(check(&[("cookie", COOKIE)], None)));
+        assert!(forbidden(check(&[("cookie", COOKIE.as_str())], None)));
         let origin = [
             ("host", "127.0.0.1:4321"),
-            ("cookie", COOKIE),
+            ("cookie", COOKIE.as_str()),
             ("origin", "http://evil.example"),
         ];
         assert!(forbidden(check(&origin, None)));
-        let null = [("host", "127.0.0.1:4321"), ("cookie", COOKIE), ("origin", "null")];
+        let null = [
+            ("host", "127.0.0.1:4321"),
+            ("cookie", COOKIE.as_str()),
+            ("origin", "null"),
+        ];
         assert!(forbidden(check(&null, None)));
         let same_site = [
             ("host", "127.0.0.1:4321"),
-            ("cookie", COOKIE),
+            ("cookie", COOKIE.as_str()),
             ("sec-fetch-site", "same-site"),
         ];
         assert!(forbidden(check(&same_site, None)));
         let own = [
             ("host", "127.0.0.1:4321"),
-            ("cookie", COOKIE),
+            ("cookie", COOKIE.as_str()),
             ("origin", "http://127.0.0.1:4321"),
             ("sec-fetch-site", "same-origin"),
         ];
@@ -273,7 +364,7 @@ mod tests {
         ] {
             let verdict = gate().check(
                 &method,
-                &headers(&[("host", "127.0.0.1:4321"), ("cookie", COOKIE)]),
+                &headers(&[("host", "127.0.0.1:4321"), ("cookie", COOKIE.as_str())]),
                 "/",
                 None,
             );
@@ -284,7 +375,7 @@ mod tests {
         }
         let head = gate().check(
             &Method::HEAD,
-            &headers(&[("host", "127.0.0.1:4321"), ("cookie", COOKIE)]),
+            &headers(&[("host", "127.0.0.1:4321"), ("cookie", COOKIE.as_str())]),
             "/",
             None,
         );

@@ -188,6 +188,11 @@ impl ServerHandler for Server {
             ));
         };
         let request_id = RequestId::generate();
+        let argument_bytes = request
+            .arguments
+            .as_ref()
+            .and_then(|arguments| serde_json::to_vec(arguments).ok())
+            .map_or(0, |bytes| bytes.len());
         let (input, explicit_key) = match split_arguments(spec, request.arguments) {
             Ok(split) => split,
             Err(error) => return Ok(local_failure(spec, &Response::failure(request_id, error)).into()),
@@ -221,7 +226,19 @@ impl ServerHandler for Server {
                 (daemon.send(&request), request.idempotency_key)
             })
             .await?;
-        Ok(tool_result(spec, &response, key.as_deref()).into())
+        let result = tool_result(spec, &response, key.as_deref());
+        // Names, ids and sizes only: arguments and results are memory content.
+        tracing::debug!(
+            tool = spec.name,
+            request_id = %response.request_id,
+            ok = response.ok,
+            error_code = response.error.as_ref().map(|e| e.code.as_str()),
+            argument_bytes,
+            result_bytes = serde_json::to_vec(&result).map_or(0, |bytes| bytes.len()),
+            elapsed_ms = issued.elapsed().as_millis() as u64,
+            "tool call"
+        );
+        Ok(result.into())
     }
 
     async fn list_resources(

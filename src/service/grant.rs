@@ -5,8 +5,8 @@
 //! A [`Grant`] travels with a scoped view of the service ([`Service::with_grant`]), so every
 //! operation sees it; the checks here run before anything of a foreign entity is read into a
 //! response or anything is written:
-//! - [`Grant::check_request`]: the operation (store-wide administration is refused), the
-//!   context's workspace and every pinned artifact;
+//! - [`Grant::check_request`]: the operation (store-wide administration, purges included, is
+//!   refused), the context's workspace and every pinned artifact;
 //! - [`Grant::check_horizon`]: the `personal` horizon spans every workspace, so it is refused;
 //! - [`Grant::check_owner`] / [`Grant::check_entity`]: an exact get, a history page, a write
 //!   or purge of an existing entity or a piece of evidence naming an entity of another
@@ -47,11 +47,20 @@ struct Restriction {
 
 /// Whether an operation reads or changes the store as a whole rather than the entities of
 /// one workspace. Exhaustive on purpose: a new operation must be classified here.
+///
+/// The purges are store-wide although they name one entity: their physical erasure rewrites
+/// the whole database (`VACUUM`, `VACUUM (FULL)` on PostgreSQL) and holds every workspace's
+/// writes meanwhile, so a workspace-limited credential could otherwise stall everyone's
+/// writes once per purge (issue 28).
 fn is_store_wide(op: Operation) -> bool {
     match op {
-        Operation::Doctor | Operation::Verify | Operation::BackupCreate | Operation::Reindex | Operation::Import => {
-            true
-        }
+        Operation::Doctor
+        | Operation::Verify
+        | Operation::BackupCreate
+        | Operation::Reindex
+        | Operation::Import
+        | Operation::ArtifactPurge
+        | Operation::ClaimPurge => true,
         Operation::ContextResolve
         | Operation::Capabilities
         | Operation::Instructions
@@ -74,9 +83,7 @@ fn is_store_wide(op: Operation) -> bool {
         | Operation::ContextBuild
         | Operation::ArtifactList
         | Operation::ClaimList
-        | Operation::EventList
-        | Operation::ArtifactPurge
-        | Operation::ClaimPurge => false,
+        | Operation::EventList => false,
     }
 }
 

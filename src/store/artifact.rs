@@ -164,7 +164,10 @@ pub fn read_inline(digest: &Digest, size: u64, stored: &[u8], code: i64) -> Stor
 }
 
 /// The columns [`row`] expects, with `r` = artifact_revisions and `a` = artifacts.
-pub const COLUMNS: &str = "r.seq, a.id, r.id, r.revision_number, a.kind, r.title, r.media_type, r.blob_hash, r.blob_size, \
+/// A purged revision's `blob_hash` reads as its tombstone's keyed digest (`tombstone`), so
+/// no read discloses the plain digest of erased content.
+pub const COLUMNS: &str = "r.seq, a.id, r.id, r.revision_number, a.kind, r.title, r.media_type, \
+     CASE WHEN r.purged = 1 THEN COALESCE((SELECT p.blake3 FROM purged_revisions p WHERE p.revision_id = r.id), r.blob_hash) ELSE r.blob_hash END, r.blob_size, \
      r.inline_blob, a.status, a.workspace_id, a.project_id, a.task_id, a.component, r.provenance_json, r.actor, \
      a.created_at, r.created_at, r.commit_seq, a.forgotten_reason, a.current_revision_id, r.inline_encoding, r.purged";
 

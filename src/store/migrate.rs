@@ -8,10 +8,14 @@ use super::error::{StoreError, StoreResult};
 const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_purge_tombstones.sql"),
+    include_str!("migrations/0003_keyed_tombstones.sql"),
 ];
 
 /// The schema version this binary writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// The migration that keys tombstone digests; existing ones are rewritten after its SQL.
+const KEYED_TOMBSTONES: i64 = 3;
 
 /// Reads the schema version of an open database.
 pub fn schema_version(conn: &Connection) -> StoreResult<i64> {
@@ -49,6 +53,13 @@ pub fn migrate(conn: &mut Connection) -> StoreResult<()> {
         }
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         tx.execute_batch(sql)?;
+        if version == KEYED_TOMBSTONES {
+            super::tombstone::rekey_legacy(super::Db::Sqlite(&tx))?;
+            tx.execute_batch(
+                "CREATE TRIGGER purged_revisions_are_immutable BEFORE UPDATE ON purged_revisions
+                 BEGIN SELECT RAISE(ABORT, 'purge tombstones are permanent'); END;",
+            )?;
+        }
         tx.execute_batch(&format!("PRAGMA user_version = {version}"))?;
         tx.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?1)",

@@ -156,17 +156,19 @@ pub fn purge(tx: &Tx<'_>, request: &PurgeRequest) -> StoreResult<(Tombstone, boo
         EntityKind::Artifact => ARTIFACT_ERASED_FIELDS,
         EntityKind::Claim => CLAIM_ERASED_FIELDS,
     };
+    let key = tombstone::key(db)?;
     for revision in &revisions {
         db.execute(
-            "INSERT INTO purged_revisions (revision_id, entity_id, revision_number, size_bytes, blake3, erased_fields)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO purged_revisions (revision_id, entity_id, revision_number, size_bytes, blake3, erased_fields, content_blake3)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             &[
                 &revision.id,
                 &entity_id,
                 &revision.number,
                 &(revision.size as i64),
-                &revision.blake3,
+                &tombstone::keyed_digest(&key, &revision.blake3),
                 &fields,
+                &revision.blake3,
             ],
         )?;
     }
@@ -235,7 +237,7 @@ pub fn purge(tx: &Tx<'_>, request: &PurgeRequest) -> StoreResult<(Tombstone, boo
     let shared_content_revisions: i64 = match kind {
         EntityKind::Artifact => db.query_one(
             "SELECT count(*) FROM artifact_revisions r WHERE r.purged = 0
-               AND r.blob_hash IN (SELECT blake3 FROM purged_revisions WHERE entity_id = ?1)",
+               AND r.blob_hash IN (SELECT content_blake3 FROM purged_revisions WHERE entity_id = ?1)",
             &[&entity_id],
             |r| r.get(0),
         )?,

@@ -2,8 +2,17 @@
 //! `purged_revisions`, migration 0002), and the checks `verify` runs on them.
 //!
 //! A tombstone records who purged the entity (the request's ambient context and actor),
-//! when, why, and for every erased revision its number, size and the BLAKE3 digest of the
+//! when, why, and for every erased revision its number, size and a keyed digest of the
 //! erased bytes, so history, citations and verification stay coherent without the content.
+//!
+//! The digest is BLAKE3 keyed with the store's own secret (`store_secrets.tombstone_key`,
+//! made by the migration that introduced it and never exported) over the hex BLAKE3 digest of
+//! the erased bytes ([`keyed_digest`]). Without the key, a guess cannot be checked against a
+//! tombstone: storing the guessed text again yields its plain `blob_hash`, which matches
+//! nothing. The plain digest stays inside the database (`content_blake3`) for the scrub and
+//! `verify`, which check the tombstone against it under the key; whoever reads the database
+//! holds the key too, so it reveals nothing more there. A purged artifact revision reads (on
+//! the wire and in exports) with the keyed digest as its `blob_hash`.
 //!
 //! **Invariant:** nothing here writes; tombstones are written only by [`super::purge`] and by
 //! an import that reproduces them.
@@ -43,9 +52,84 @@ pub struct PurgedRevision {
     pub revision_number: i64,
     /// Size of the erased content (artifact bytes, or the statement as UTF-8).
     pub size_bytes: u64,
-    /// BLAKE3 of the erased content, lowercase hex.
+    /// The keyed digest of the erased content ([`keyed_digest`]), lowercase hex (an
+    /// imported tombstone keeps the digest its source store gave it).
     pub blake3: String,
     pub erased_fields: String,
+}
+
+/// The name of the tombstone key in `store_secrets`.
+const TOMBSTONE_KEY: &str = "tombstone_key";
+
+/// The store's tombstone key.
+pub fn key(db: Db<'_>) -> StoreResult<[u8; 32]> {
+    let hex: Option<String> = db.query_opt(
+        "SELECT value FROM store_secrets WHERE name = ?1",
+        &[&TOMBSTONE_KEY],
+        |r| r.get(0),
+    )?;
+    let hex = hex.ok_or_else(|| StoreError::Internal("the store has no tombstone key".to_owned()))?;
+    let mut key = [0u8; 32];
+    let valid = hex.len() == 64
+        && key.iter_mut().enumerate().all(|(i, byte)| {
+            u8::from_str_radix(&hex[2 * i..2 * i + 2], 16)
+                .map(|value| *byte = value)
+                .is_ok()
+        });
+    if !valid {
+        return Err(StoreError::Internal(
+            "the store's tombstone key is malformed".to_owned(),
+        ));
+    }
+    Ok(key)
+}
+
+/// The tombstone digest of content whose BLAKE3 is `plain_hex`: BLAKE3 keyed with `key` over
+/// the hex digest, lowercase hex.
+pub fn keyed_digest(key: &[u8; 32], plain_hex: &str) -> String {
+    blake3::keyed_hash(key, plain_hex.as_bytes()).to_hex().to_string()
+}
+
+/// Rewrites tombstones written before digests were keyed (`blake3` still equal to
+/// `content_blake3`) to their keyed form. Run by the migration that adds the key, while the
+/// immutability trigger is lifted, in the migration's transaction.
+pub(crate) fn rekey_legacy(db: Db<'_>) -> StoreResult<()> {
+    let key = key(db)?;
+    let legacy: Vec<(String, String)> = db.query_all(
+        "SELECT revision_id, content_blake3 FROM purged_revisions WHERE content_blake3 = blake3",
+        &[],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    for (revision_id, plain) in legacy {
+        db.execute(
+            "UPDATE purged_revisions SET blake3 = ?1 WHERE revision_id = ?2",
+            &[&keyed_digest(&key, &plain), &revision_id],
+        )?;
+    }
+    Ok(())
+}
+
+/// The `verify` check of tombstone digests against the store's key: every tombstone this
+/// store wrote (it has the plain digest) holds the keyed digest of it.
+pub fn key_checks(db: Db<'_>) -> StoreResult<Vec<Finding>> {
+    let key = key(db)?;
+    let rows: Vec<(String, String, String)> = db.query_all(
+        "SELECT revision_id, blake3, content_blake3 FROM purged_revisions WHERE content_blake3 IS NOT NULL ORDER BY revision_id",
+        &[],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
+    Ok(rows
+        .into_iter()
+        .filter(|(_, keyed, plain)| *keyed != keyed_digest(&key, plain))
+        .map(|(revision_id, _, _)| {
+            (
+                kind::TOMBSTONE,
+                revision_id,
+                "the tombstone's digest is not the keyed digest of the erased content under this store's key"
+                    .to_owned(),
+            )
+        })
+        .collect())
 }
 
 /// The tombstone of one purged entity.
@@ -230,7 +314,7 @@ fn findings_of(
 /// its tombstone and blank content, and every tombstone row names a purged revision of its
 /// entity.
 pub fn row_checks(db: Db<'_>) -> StoreResult<Vec<Finding>> {
-    let mut findings: Vec<Finding> = Vec::new();
+    let mut findings: Vec<Finding> = key_checks(db)?;
     let mut pairs = |sql: &str, kind: &'static str, detail: &str| findings_of(db, &mut findings, sql, kind, detail);
     pairs(
         "SELECT r.id FROM artifact_revisions r WHERE r.purged = 1
@@ -244,7 +328,8 @@ pub fn row_checks(db: Db<'_>) -> StoreResult<Vec<Finding>> {
     pairs(
         "SELECT p.revision_id FROM purged_revisions p
          WHERE NOT EXISTS (SELECT 1 FROM artifact_revisions r WHERE r.id = p.revision_id AND r.artifact_id = p.entity_id
-                             AND r.purged = 1 AND r.blob_hash = p.blake3 AND r.blob_size = p.size_bytes)
+                             AND r.purged = 1 AND r.blob_hash = COALESCE(p.content_blake3, p.blake3)
+                             AND r.blob_size = p.size_bytes)
            AND NOT EXISTS (SELECT 1 FROM claim_revisions r WHERE r.id = p.revision_id AND r.claim_id = p.entity_id
                              AND r.purged = 1)",
         kind::TOMBSTONE,
@@ -283,9 +368,9 @@ pub fn pg_content_checks(db: Db<'_>) -> StoreResult<Vec<Finding>> {
         "the full-text projection still indexes the erased content",
     )?;
     pairs(
-        "SELECT DISTINCT p.blake3 FROM purged_revisions p JOIN purges t ON t.entity_id = p.entity_id
-         WHERE t.entity_type = 'artifact' AND EXISTS (SELECT 1 FROM blobs b WHERE b.hash = p.blake3)
-           AND NOT EXISTS (SELECT 1 FROM artifact_revisions r WHERE r.blob_hash = p.blake3 AND r.purged = 0 AND r.inline_blob IS NULL)",
+        "SELECT DISTINCT p.content_blake3 FROM purged_revisions p JOIN purges t ON t.entity_id = p.entity_id
+         WHERE t.entity_type = 'artifact' AND EXISTS (SELECT 1 FROM blobs b WHERE b.hash = p.content_blake3)
+           AND NOT EXISTS (SELECT 1 FROM artifact_revisions r WHERE r.blob_hash = p.content_blake3 AND r.purged = 0 AND r.inline_blob IS NULL)",
         kind::PURGED_CONTENT_PRESENT,
         "the database still holds a blob only purged revisions referenced",
     )?;
@@ -326,9 +411,9 @@ pub fn check(conn: &Connection, blobs_root: &Path) -> StoreResult<(Vec<Finding>,
         }
     }
     let mut stmt = conn.prepare(
-        "SELECT DISTINCT p.blake3 FROM purged_revisions p JOIN purges t ON t.entity_id = p.entity_id
-         WHERE t.entity_type = 'artifact' AND NOT EXISTS (
-             SELECT 1 FROM artifact_revisions r WHERE r.blob_hash = p.blake3 AND r.purged = 0 AND r.inline_blob IS NULL)",
+        "SELECT DISTINCT p.content_blake3 FROM purged_revisions p JOIN purges t ON t.entity_id = p.entity_id
+         WHERE t.entity_type = 'artifact' AND p.content_blake3 IS NOT NULL AND NOT EXISTS (
+             SELECT 1 FROM artifact_revisions r WHERE r.blob_hash = p.content_blake3 AND r.purged = 0 AND r.inline_blob IS NULL)",
     )?;
     let digests = stmt
         .query_map([], |r| r.get::<_, String>(0))?

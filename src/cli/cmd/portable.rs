@@ -115,6 +115,7 @@ pub struct ExportArgs {
     data_dir: Option<PathBuf>,
     /// Export the PostgreSQL store at this postgres:// URL instead of the embedded store
     /// (default without --data-dir: `[store] url` of the config file, as `memoree serve`).
+    /// No password here: PGPASSWORD, PGPASSFILE (~/.pgpass) or `[store] password_file`.
     #[arg(long)]
     store: Option<String>,
 }
@@ -203,6 +204,7 @@ pub struct ImportArgs {
     data_dir: Option<PathBuf>,
     /// Import into the PostgreSQL store at this postgres:// URL from this process (default
     /// without --data-dir and --endpoint: `[store] url` of the config file, as `memoree serve`).
+    /// No password here: PGPASSWORD, PGPASSFILE (~/.pgpass) or `[store] password_file`.
     #[arg(long)]
     store: Option<String>,
 }
@@ -262,17 +264,10 @@ fn local_success<T: serde::Serialize>(request_id: RequestId, result: &T) -> CliR
 /// none (the embedded store, or the daemon).
 fn store_url(explicit: Option<String>, elsewhere: bool) -> Result<Option<String>, CliError> {
     match explicit {
-        Some(url) if crate::store::pg::is_postgres_url(&url) => Ok(Some(url)),
-        Some(_) => Err(CliError::Invalid(
+        Some(url) if !crate::store::pg::is_postgres_url(&url) => Err(CliError::Invalid(
             "--store must be a postgres:// or postgresql:// URL".to_owned(),
         )),
-        None if elsewhere => Ok(None),
-        None => {
-            let config_file = Paths::from_env()?.config_file;
-            Ok(crate::ambient::load_settings(&config_file)
-                .map_err(|e| CliError::Config(e.to_string()))?
-                .store_url)
-        }
+        explicit => Ok(crate::cli::store_url::choose(explicit, elsewhere)?.map(|url| url.0)),
     }
 }
 

@@ -9,7 +9,16 @@ use super::conn::PgConn;
 use crate::store::error::{StoreError, StoreResult};
 
 /// The migrations in order; the schema version is the number applied.
-const MIGRATIONS: &[(&str, &str)] = &[("0001_init", include_str!("migrations/0001_init.sql"))];
+const MIGRATIONS: &[(&str, &str)] = &[
+    ("0001_init", include_str!("migrations/0001_init.sql")),
+    (
+        "0002_keyed_tombstones",
+        include_str!("migrations/0002_keyed_tombstones.sql"),
+    ),
+];
+
+/// The migration that keys tombstone digests; existing ones are rewritten after its SQL.
+const KEYED_TOMBSTONES: i64 = 2;
 
 /// The schema version this binary writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -77,6 +86,13 @@ fn migrate_locked(conn: &PgConn) -> StoreResult<()> {
             continue;
         }
         conn.batch(sql)?;
+        if version == KEYED_TOMBSTONES {
+            crate::store::tombstone::rekey_legacy(crate::store::Db::Postgres(conn))?;
+            conn.batch(
+                "CREATE TRIGGER purged_revisions_are_immutable BEFORE UPDATE ON purged_revisions
+                     FOR EACH ROW EXECUTE FUNCTION memoree_refuse('purge tombstones are permanent')",
+            )?;
+        }
         conn.execute(
             "INSERT INTO memoree_schema (version, name) VALUES (?1, ?2)",
             &[&version, name],

@@ -274,7 +274,8 @@ pub fn artifact(r: &Row<'_>) -> StoreResult<ArtifactRecord> {
 
 /// Also selects `inline_blob` and `inline_encoding` (columns 13 and 14) for the exporter.
 pub const ARTIFACT_REVISION_SELECT: &str = "SELECT r.id, r.artifact_id, r.revision_number, r.title, r.media_type, \
-     r.blob_hash, r.blob_size, r.body_indexed, r.provenance_json, r.actor, r.created_at, r.commit_seq, r.purged, \
+     CASE WHEN r.purged = 1 THEN COALESCE((SELECT p.blake3 FROM purged_revisions p WHERE p.revision_id = r.id), r.blob_hash) ELSE r.blob_hash END, \
+     r.blob_size, r.body_indexed, r.provenance_json, r.actor, r.created_at, r.commit_seq, r.purged, \
      r.inline_blob, r.inline_encoding FROM artifact_revisions r";
 
 pub fn artifact_revision(r: &Row<'_>) -> StoreResult<ArtifactRevisionRecord> {

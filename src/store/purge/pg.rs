@@ -109,10 +109,10 @@ pub fn scrub(store: &PgStore, entity_id: &str) -> StoreResult<Value> {
 /// transaction. Returns `(removed, retained because a live revision shares them)`.
 fn erase_blobs(db: Db<'_>, entity_id: &str) -> StoreResult<(u64, u64)> {
     let candidates: Vec<(String, bool)> = db.query_all(
-        "SELECT DISTINCT p.blake3, EXISTS (SELECT 1 FROM artifact_revisions r
-                 WHERE r.blob_hash = p.blake3 AND r.purged = 0 AND r.inline_blob IS NULL)
+        "SELECT DISTINCT p.content_blake3, EXISTS (SELECT 1 FROM artifact_revisions r
+                 WHERE r.blob_hash = p.content_blake3 AND r.purged = 0 AND r.inline_blob IS NULL)
          FROM purged_revisions p JOIN purges t ON t.entity_id = p.entity_id
-         WHERE p.entity_id = ?1 AND t.entity_type = 'artifact' AND EXISTS (SELECT 1 FROM blobs b WHERE b.hash = p.blake3)",
+         WHERE p.entity_id = ?1 AND t.entity_type = 'artifact' AND EXISTS (SELECT 1 FROM blobs b WHERE b.hash = p.content_blake3)",
         &[&entity_id],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )?;

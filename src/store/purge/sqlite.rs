@@ -103,10 +103,10 @@ pub fn scrub(conn: &Connection, blobs: &BlobStore, entity_id: &str) -> StoreResu
 /// `(removed, retained because a live revision shares them, retained because pinned)`.
 fn erase_blobs(conn: &Connection, blobs: &BlobStore, entity_id: &str) -> StoreResult<(u64, u64, u64)> {
     let mut stmt = conn.prepare(
-        "SELECT DISTINCT p.blake3, EXISTS (SELECT 1 FROM artifact_revisions r
-                 WHERE r.blob_hash = p.blake3 AND r.purged = 0 AND r.inline_blob IS NULL)
+        "SELECT DISTINCT p.content_blake3, EXISTS (SELECT 1 FROM artifact_revisions r
+                 WHERE r.blob_hash = p.content_blake3 AND r.purged = 0 AND r.inline_blob IS NULL)
          FROM purged_revisions p JOIN purges t ON t.entity_id = p.entity_id
-         WHERE p.entity_id = ?1 AND t.entity_type = 'artifact'",
+         WHERE p.entity_id = ?1 AND t.entity_type = 'artifact' AND p.content_blake3 IS NOT NULL",
     )?;
     let candidates = stmt
         .query_map([entity_id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?)))?

@@ -100,7 +100,12 @@ fn purging_an_artifact_erases_every_revision_from_rows_index_and_cas_and_keeps_a
     let tombstone = purge_now(&t.store, EntityKind::Artifact, &first.artifact_id);
     assert!(tombstone.erased, "{tombstone:?}");
     assert_eq!(tombstone.revisions.len(), 2);
-    assert_eq!(tombstone.revisions[1].blake3, second.blob_hash);
+    let key = t.store.read(|conn| tombstone::key(Db::Sqlite(conn))).unwrap();
+    assert_eq!(
+        tombstone.revisions[1].blake3,
+        tombstone::keyed_digest(&key, &second.blob_hash)
+    );
+    assert_ne!(tombstone.revisions[1].blake3, second.blob_hash);
     assert_eq!(tombstone.revisions[1].size_bytes, large.len() as u64);
     assert_eq!(tombstone.citing[0]["claim_id"], citing.claim_id.as_str());
     assert_eq!(tombstone.erasure["removed_blobs"], 1);
@@ -150,9 +155,10 @@ fn purging_a_claim_erases_every_statement_and_the_reasons_that_may_quote_it() {
         .unwrap();
     let tombstone = purge_now(&t.store, EntityKind::Claim, &claim.claim_id);
     assert!(tombstone.erased);
+    let key = t.store.read(|conn| tombstone::key(Db::Sqlite(conn))).unwrap();
     assert_eq!(
         tombstone.revisions[0].blake3,
-        Digest::of(format!("the key is {SECRET}").as_bytes()).to_hex()
+        tombstone::keyed_digest(&key, &Digest::of(format!("the key is {SECRET}").as_bytes()).to_hex())
     );
     assert_eq!(tombstone.erasure["scrubbed_event_payloads"], 1);
     let raw = t.raw();
@@ -382,4 +388,149 @@ fn a_schema_one_store_migrates_to_tombstones_and_its_old_backup_restores() {
     let restored = Store::open(&restored).unwrap();
     assert!(restored.verify().unwrap().is_ok());
     restored.shutdown();
+}
+
+#[test]
+fn storing_an_erased_statement_again_cannot_confirm_it_against_the_tombstone() {
+    let t = TestStore::new();
+    let guess = format!("the vault code is {SECRET}");
+    let source = t.put("secret note", guess.as_bytes());
+    let claim = cite(&t, &source, guess.clone());
+    let artifact_tombstone = purge_now(&t.store, EntityKind::Artifact, &source.artifact_id);
+    let claim_tombstone = purge_now(&t.store, EntityKind::Claim, &claim.claim_id);
+    // The guesser stores the guess again and compares what it can see.
+    let again = t.put("guess", guess.as_bytes());
+    let plain = Digest::of(guess.as_bytes()).to_hex();
+    assert_eq!(again.blob_hash, plain);
+    for digest in [
+        &artifact_tombstone.revisions[0].blake3,
+        &claim_tombstone.revisions[0].blake3,
+    ] {
+        assert_ne!(digest, &plain, "a tombstone digest confirms the guess");
+    }
+    // The purged revision reads with the keyed digest, not the plain one.
+    let raw = t.raw();
+    let history = artifact::head(&raw, &source.artifact_id).unwrap();
+    assert_eq!(history.blob_hash, artifact_tombstone.revisions[0].blake3);
+    // Two stores key differently.
+    let other = TestStore::new();
+    let (mine, theirs) = (
+        t.store.read(|conn| tombstone::key(Db::Sqlite(conn))).unwrap(),
+        other.store.read(|conn| tombstone::key(Db::Sqlite(conn))).unwrap(),
+    );
+    assert_ne!(mine, theirs);
+    assert!(t.store.verify().unwrap().is_ok());
+}
+
+#[test]
+fn a_store_with_plain_tombstone_digests_migrates_to_keyed_ones_that_verify_checks() {
+    let t = TestStore::new();
+    let row = t.put("note", format!("inline {SECRET}").as_bytes());
+    let plain = row.blob_hash.clone();
+    purge_now(&t.store, EntityKind::Artifact, &row.artifact_id);
+    let data_dir = t.data_dir();
+    t.store.shutdown();
+    // Back to schema 2: plain digests, no key.
+    t.raw()
+        .execute_batch(
+            "DROP TRIGGER purged_revisions_are_immutable;
+             UPDATE purged_revisions SET blake3 = content_blake3;
+             ALTER TABLE purged_revisions DROP COLUMN content_blake3;
+             DROP TABLE store_secrets;
+             CREATE TRIGGER purged_revisions_are_immutable BEFORE UPDATE ON purged_revisions
+             BEGIN SELECT RAISE(ABORT, 'purge tombstones are permanent'); END;
+             PRAGMA user_version = 2;
+             UPDATE meta SET value = '2' WHERE key = 'schema_version';",
+        )
+        .unwrap();
+    let legacy = t
+        .raw()
+        .query_row("SELECT blake3 FROM purged_revisions", [], |r| r.get::<_, String>(0))
+        .unwrap();
+    assert_eq!(legacy, plain);
+
+    let store = Store::open(&data_dir).unwrap();
+    let key = store.read(|conn| tombstone::key(Db::Sqlite(conn))).unwrap();
+    let tombstone = store
+        .read(|conn| tombstone::load(conn, &row.artifact_id))
+        .unwrap()
+        .unwrap();
+    assert_eq!(tombstone.revisions[0].blake3, tombstone::keyed_digest(&key, &plain));
+    assert!(store.verify().unwrap().is_ok());
+    // The rewrite happened once; tombstones are immutable again.
+    let raw = Connection::open(data_dir.join(crate::store::DB_FILE)).unwrap();
+    assert!(
+        raw.execute("UPDATE purged_revisions SET blake3 = content_blake3", [])
+            .is_err()
+    );
+    // A tombstone whose digest does not match the key is a verify finding.
+    raw.execute_batch(
+        "DROP TRIGGER purged_revisions_are_immutable; UPDATE purged_revisions SET blake3 = content_blake3;",
+    )
+    .unwrap();
+    assert!(store.verify().unwrap().has(kind::TOMBSTONE));
+    store.shutdown();
+}
+
+#[test]
+fn a_postgresql_store_with_plain_tombstone_digests_migrates_to_keyed_ones() {
+    use crate::service::{Runtime, Service};
+
+    let cluster = crate::testkit::postgres::TestCluster::start();
+    let url = cluster.create_store_database();
+    let database = url.split_once("@/").unwrap().1.split('?').next().unwrap().to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let service = Service::new(
+        Store::open_postgres(&url, dir.path()).unwrap(),
+        Runtime { daemon_pid: None },
+    );
+    let call = |op: &str, key: &str, input: serde_json::Value| {
+        let response = service.handle_value(
+            serde_json::json!({"v": 1, "request_id": "req_pg", "op": op, "idempotency_key": key, "input": input,
+                               "context": {"workspace_id": "wsp_pg", "project_id": "prj_pg"}}),
+            "req_transport",
+        );
+        assert!(response.ok, "{op}: {:?}", response.error);
+        response.result.unwrap()
+    };
+    let put = call(
+        "artifact.put",
+        "put",
+        serde_json::json!({"kind": "note", "title": "t", "content": {"type": "text", "data": format!("pg {SECRET}")}}),
+    );
+    let artifact_id = put["artifact_id"].as_str().unwrap().to_owned();
+    let plain = put["blob_hash"].as_str().unwrap().to_owned();
+    let purged = call(
+        "artifact.purge",
+        "purge",
+        serde_json::json!({"artifact_id": artifact_id, "reason": "test"}),
+    );
+    assert_ne!(purged["revisions"][0]["blake3"], plain.as_str());
+    service.store().shutdown();
+    drop(service);
+    // Back to schema 1: plain digests, no key.
+    cluster.psql_in(
+        &database,
+        "DROP TRIGGER purged_revisions_are_immutable ON purged_revisions;
+         UPDATE purged_revisions SET blake3 = content_blake3;
+         ALTER TABLE purged_revisions DROP COLUMN content_blake3;
+         DROP TABLE store_secrets;
+         CREATE TRIGGER purged_revisions_are_immutable BEFORE UPDATE ON purged_revisions
+             FOR EACH ROW EXECUTE FUNCTION memoree_refuse('purge tombstones are permanent');
+         DELETE FROM memoree_schema WHERE version = 2;
+         UPDATE meta SET value = '1' WHERE key = 'schema_version';",
+    );
+    assert_eq!(
+        cluster.psql_in(&database, "SELECT blake3 FROM purged_revisions").trim(),
+        plain
+    );
+
+    let store = Store::open_postgres(&url, dir.path()).unwrap();
+    let (key, tombstone) = store
+        .read_db(|db| Ok((tombstone::key(db)?, tombstone::load(db, &artifact_id)?.unwrap())))
+        .unwrap();
+    assert_eq!(tombstone.revisions[0].blake3, tombstone::keyed_digest(&key, &plain));
+    let report = store.verify().unwrap();
+    assert!(report.is_ok(), "{:?}", report.issues);
+    store.shutdown();
 }
