@@ -9,6 +9,7 @@
 
 mod checks;
 pub mod corpus;
+pub mod locomo;
 pub mod seed;
 
 use std::collections::BTreeMap;
