@@ -16,11 +16,12 @@ use super::error::CliError;
 use super::{GlobalArgs, exit, output};
 use crate::eval::{self, locomo};
 use crate::protocol::{CLI_REQUEST_ID, Response};
+use crate::retrieval::qualify::PolicyVersion;
 
 /// Measure retrieval on a judged corpus or on LoCoMo conversations, in a throw-away home.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  memoree eval --corpus golden/v2/retrieval\n  memoree eval --locomo ../shared/data/locomo-dev --gates lexical"
+    after_help = "Examples:\n  memoree eval --corpus golden/v2/retrieval\n  memoree eval --locomo ../shared/data/locomo-dev --qualification v2 --gates lexical"
 )]
 #[command(group(clap::ArgGroup::new("input").required(true).args(["corpus", "locomo"])))]
 pub struct EvalArgs {
@@ -33,9 +34,21 @@ pub struct EvalArgs {
     /// Fail (exit 1) unless the LoCoMo run meets these gates.
     #[arg(long, value_enum, requires = "locomo")]
     gates: Option<GateSet>,
+    /// The qualification policy the throw-away stores answer with.
+    #[arg(long, value_enum, default_value = "v1")]
+    qualification: Qualification,
     /// Print the report as JSON instead of a table.
     #[arg(long)]
     json: bool,
+}
+
+/// `--qualification`: the policies of `retrieval::qualify`.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Qualification {
+    /// `qualified_units_v1`, what the service answers with.
+    V1,
+    /// `qualified_units_v2`: weights from the store's statistics.
+    V2,
 }
 
 /// Named gate sets for `--gates`.
@@ -47,8 +60,12 @@ enum GateSet {
 }
 
 pub(crate) fn run(args: &EvalArgs, global: &GlobalArgs) -> ExitCode {
+    let qualification = match args.qualification {
+        Qualification::V1 => PolicyVersion::V1,
+        Qualification::V2 => PolicyVersion::V2,
+    };
     let outcome = match (&args.corpus, &args.locomo) {
-        (Some(dir), _) => eval::run_in_process(dir).map(|report| {
+        (Some(dir), _) => eval::run_in_process_with(dir, qualification).map(|report| {
             let text = if args.json {
                 json_text(&report.to_json(), global.pretty)
             } else {
@@ -59,6 +76,7 @@ pub(crate) fn run(args: &EvalArgs, global: &GlobalArgs) -> ExitCode {
         (None, Some(dir)) => {
             let options = locomo::Options {
                 progress: true,
+                qualification,
                 gates: args.gates.map(|GateSet::Lexical| locomo::Gates::LEXICAL),
             };
             locomo::run(dir, &options).map(|report| {

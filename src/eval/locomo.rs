@@ -32,7 +32,8 @@ use crate::protocol::artifact::{ArtifactContent, ArtifactPutInput};
 use crate::protocol::retrieval::{RecallInput, RecallResult, SearchInput, SearchResult};
 use crate::protocol::{AmbientContext, ContextSource, Input, Request};
 use crate::retrieval::build_fts_query;
-use crate::service::{InProcess, Service};
+use crate::retrieval::qualify::PolicyVersion;
+use crate::service::{InProcess, Runtime, Service};
 
 /// Hits asked of `search` per question.
 pub const DEPTH: usize = 10;
@@ -376,19 +377,27 @@ impl GateResult {
 pub struct Options {
     /// Draw a progress line on stderr (when it is a terminal).
     pub progress: bool,
+    /// The qualification policy the stores answer with.
+    pub qualification: PolicyVersion,
     pub gates: Option<Gates>,
 }
 
 impl Options {
     /// A fresh service over `data_dir` as this run evaluates it.
     fn open_service(&self, data_dir: &Path) -> Result<Service, EvalError> {
-        Service::open(data_dir).map_err(|e| EvalError::Seed(e.to_string()))
+        let store = crate::store::Store::open(data_dir).map_err(|e| EvalError::Seed(e.to_string()))?;
+        let runtime = Runtime {
+            qualification: self.qualification,
+            ..Runtime::default()
+        };
+        Ok(Service::new(store, runtime))
     }
 }
 
 /// The whole LoCoMo evaluation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LocomoReport {
+    pub qualification: PolicyVersion,
     pub conversations: Vec<String>,
     pub turns: usize,
     pub without_evidence: usize,
@@ -461,6 +470,7 @@ impl LocomoReport {
             .collect();
         json!({
             "benchmark": "locomo",
+            "qualification_policy": self.qualification.as_str(),
             "isolated_temporary_store": true,
             "conversations": self.conversations,
             "turns": self.turns,
@@ -486,7 +496,8 @@ impl LocomoReport {
     /// The report as a text table.
     pub fn to_table(&self) -> String {
         let mut out = format!(
-            "LoCoMo retrieval: {} conversations ({}), {} turns, {} answerable questions",
+            "LoCoMo retrieval ({}): {} conversations ({}), {} turns, {} answerable questions",
+            self.qualification.as_str(),
             self.conversations.len(),
             self.conversations.join(", "),
             self.turns,
@@ -618,6 +629,7 @@ pub fn run(dir: &Path, options: &Options) -> Result<LocomoReport, EvalError> {
         by.insert(0, all);
     }
     let mut report = LocomoReport {
+        qualification: options.qualification,
         conversations: conversations.iter().map(|c| c.name.clone()).collect(),
         turns: total_turns,
         without_evidence: conversations.iter().map(|c| c.without_evidence).sum(),
@@ -722,7 +734,7 @@ fn ask(transport: &InProcess, question: &str, turns: &HashMap<String, String>) -
     let search: Vec<String> = searched.hits.iter().filter_map(|h| dia(&h.entity_id)).collect();
     let mut search_with_near_misses = search.clone();
     search_with_near_misses.extend(searched.near_misses.iter().filter_map(|m| dia(&m.entity_id)));
-    let mut input = RecallInput::new(question);
+    let input = RecallInput::new(question);
     let recalled: RecallResult = typed(transport, request("eval-locomo-recall".to_owned(), input))?;
     let recall = recalled
         .artifact_refs

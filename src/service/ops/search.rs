@@ -117,7 +117,7 @@ impl SearchRequest {
     /// Plans the query against the store's vocabulary as of `conn`'s snapshot.
     pub fn plan(&self, service: &Service, conn: Db<'_>) -> StoreResult<Plan> {
         service.vocabulary().with_current(service.store(), conn, |vocabulary| {
-            Plan::new(self.analysis.clone(), vocabulary)
+            Plan::with_policy(service.runtime().qualification, self.analysis.clone(), vocabulary)
         })
     }
 
