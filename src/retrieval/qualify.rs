@@ -227,7 +227,7 @@ pub fn qualify(units: &[PlannedUnit], policy: &Policy, matched: &TextMatch) -> Q
             .filter(|(_, found)| found.is_some())
             .map(|(u, _)| if u.weight.distinctive { 2 } else { 1 })
             .sum();
-        counted >= units.len() / 2 + 1
+        counted > units.len() / 2
     };
     let enough = count > 0 && matched_weight + 1e-9 >= policy.required && by_count;
     let lone_generic = count == 1 && generic_count == 1 && units.len() > 1 && !policy.stop_words_only;
