@@ -121,3 +121,25 @@ fn a_directory_without_conversations_is_refused() {
     let error = run(empty.path(), &Options::default()).unwrap_err().to_string();
     assert!(error.contains("no LoCoMo conversation"), "{error}");
 }
+
+#[test]
+fn the_stores_answer_under_the_qualification_policy_the_run_names() {
+    let options = Options {
+        qualification: PolicyVersion::V2,
+        ..Options::default()
+    };
+    let report = run(&fixture(), &options).unwrap();
+    assert_eq!(report.to_json()["qualification_policy"], "qualified_units_v2");
+    assert!(report.to_table().starts_with("LoCoMo retrieval (qualified_units_v2)"));
+    // In a two-turn store `breed`, in no turn, outweighs everything the turns share with
+    // "What breed is Pixel, the dog Cyrus adopted?": v2 refuses it (a near miss), the
+    // questions of the other conversation likewise.
+    let by_category = &report.tallies[&Method::Search];
+    assert_eq!(by_category[&1].hit_at(5), 0.0, "{}", report.to_table());
+    assert_eq!(by_category[&2].hit_at(5), 1.0, "{}", report.to_table());
+    assert_eq!(by_category[&4].hit_at(5), 1.0, "{}", report.to_table());
+    assert_eq!(report.overall(Method::SearchWithNearMisses).hit_at(5), 1.0);
+    assert_eq!(report.unanswerable.answered_by_search, 0, "{}", report.to_table());
+    let v1 = run(&fixture(), &Options::default()).unwrap();
+    assert_eq!(v1.to_json()["qualification_policy"], "qualified_units_v1");
+}
