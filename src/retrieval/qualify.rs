@@ -13,7 +13,8 @@
 //!   identifier, a quoted phrase, a number with a unit) twice it. A unit matched by inflection (an irregular
 //!   form included: `went` for `go`) or correction weighs the same.
 //! - The requirement is a share of the query's total information, [`REQUIRED_SHARE`], and
-//!   a majority of the units (`⌊n/2⌋ + 1`, a distinctive unit counting as two, as in v1);
+//!   a majority of the units (`⌊n/2⌋ + 1`, a distinctive unit counting as two and a word of
+//!   the generic list as a half, as in v1);
 //!   a query of stop words only needs all of them.
 //! - A question (a question word or a trailing `?`) qualifies a hit only through at least
 //!   two matched units or one distinctive unit (an identifier, a quoted phrase, a number
@@ -219,15 +220,24 @@ pub fn qualify(units: &[PlannedUnit], policy: &Policy, matched: &TextMatch) -> Q
             generic_count += 1;
         }
     }
-    // v2: a majority of the units too, a distinctive unit counting as two (v1's count).
+    // v2: a majority of the units too, counted as v1 counts them: a distinctive unit as two,
+    // a word of the generic list (which names no topic) as a half.
     let by_count = policy.version == PolicyVersion::V1 || {
-        let counted: usize = units
+        let counted: f64 = units
             .iter()
             .zip(&matched.units)
             .filter(|(_, found)| found.is_some())
-            .map(|(u, _)| if u.weight.distinctive { 2 } else { 1 })
+            .map(|(u, _)| {
+                if u.weight.distinctive {
+                    2.0
+                } else if u.unit.generic {
+                    0.5
+                } else {
+                    1.0
+                }
+            })
             .sum();
-        counted > units.len() / 2
+        counted + 1e-9 >= (units.len() / 2 + 1) as f64
     };
     let enough = count > 0 && matched_weight + 1e-9 >= policy.required && by_count;
     let lone_generic = count == 1 && generic_count == 1 && units.len() > 1 && !policy.stop_words_only;
