@@ -191,3 +191,59 @@ fn a_store_url_with_a_password_on_the_command_line_is_refused_with_the_ways_to_p
     }
     assert!(!home.home.join("data").exists(), "nothing was created");
 }
+
+/// The LoCoMo-format fixture the evaluator's unit tests use.
+fn locomo_fixture() -> String {
+    format!("{}/src/eval/locomo/fixture", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn eval_prints_a_locomo_report_as_json_or_a_table_and_its_gates_decide_the_exit_status() {
+    let home = TempHome::new();
+    let fixture = locomo_fixture();
+    let output = home.cmd(&["eval", "--locomo", &fixture, "--json"]).output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["benchmark"], "locomo");
+    assert_eq!(report["answerable_questions"], 3);
+    assert_eq!(report["qualification_policy"], "qualified_units_v1");
+    assert_eq!(report["unanswerable"]["asked"], 3);
+
+    let output = home
+        .cmd(&[
+            "eval",
+            "--locomo",
+            &fixture,
+            "--qualification",
+            "v2",
+            "--gates",
+            "lexical",
+        ])
+        .output()
+        .unwrap();
+    let table = String::from_utf8(output.stdout).unwrap();
+    assert!(table.starts_with("LoCoMo retrieval (qualified_units_v2)"), "{table}");
+    let gates: Vec<&str> = table.lines().filter(|l| l.starts_with("gate ")).collect();
+    assert_eq!(gates.len(), 4, "{table}");
+    let all_pass = gates.iter().all(|l| l.ends_with("pass"));
+    assert_eq!(output.status.code(), Some(if all_pass { 0 } else { 1 }), "{table}");
+}
+
+#[test]
+fn eval_runs_a_golden_corpus_and_refuses_a_missing_directory_with_an_envelope() {
+    let home = TempHome::new();
+    let corpus = format!("{}/golden/v1/retrieval", env!("CARGO_MANIFEST_DIR"));
+    let output = home.cmd(&["eval", "--corpus", &corpus]).output().unwrap();
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(text.starts_with("corpus v1: ") && text.ends_with("passed\n"), "{text}");
+
+    let (status, envelope) = home.run_cli(&["eval", "--locomo", "/nonexistent/locomo"]);
+    assert_eq!(status, 2);
+    assert_eq!(code(&envelope), "INVALID_REQUEST");
+}

@@ -11,6 +11,7 @@ mod cmd;
 mod daemon_cmd;
 mod demo;
 pub mod error;
+mod eval;
 pub mod evidence;
 pub mod exit;
 mod inspect;
@@ -88,6 +89,7 @@ pub enum Command {
     /// Run an end-to-end session in a throw-away home and print what happened.
     #[command(after_help = "Example:\n  memoree demo --pretty")]
     Demo,
+    Eval(eval::EvalArgs),
     /// Run the daemon in the foreground until SIGINT or SIGTERM.
     #[command(after_help = "Example:\n  memoree serve --listen tcp://127.0.0.1:17878")]
     Serve(serve::ServeArgs),
@@ -236,6 +238,7 @@ pub(crate) fn dispatch(cli: Cli) -> Outcome {
         Command::Export(args) => cmd::portable::export(args, global).into(),
         Command::Import(args) => cmd::portable::import(args, global).into(),
         Command::Demo => demo::run().into(),
+        Command::Eval(args) => Outcome::Exit(eval::run(&args, global)),
         Command::Serve(args) => Outcome::Exit(serve::run(&args, global.pretty)),
         Command::Daemon { command } => Outcome::Exit(daemon_cmd::run(global, command)),
         Command::Inspect(args) => Outcome::Exit(inspect::run(&args, global)),

@@ -253,6 +253,7 @@ fn prepare(config: &DaemonConfig) -> Result<Prepared, DaemonError> {
     .map_err(|e| DaemonError::Store(e.into()))?;
     let runtime = Runtime {
         daemon_pid: Some(std::process::id()),
+        ..Runtime::default()
     };
     let service = Service::new(store, runtime);
     let bound = listener::bind(&config.listen)?;

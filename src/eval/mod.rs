@@ -9,6 +9,7 @@
 
 mod checks;
 pub mod corpus;
+pub mod locomo;
 pub mod seed;
 
 use std::collections::BTreeMap;
@@ -17,6 +18,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::client::Transport;
+use crate::retrieval::qualify::PolicyVersion;
 use crate::service::InProcess;
 use crate::service::Service;
 
@@ -118,8 +120,18 @@ pub struct Report {
 
 /// Runs the corpus in `corpus_dir` against a fresh in-process store.
 pub fn run_in_process(corpus_dir: &Path) -> Result<Report, EvalError> {
+    run_in_process_with(corpus_dir, PolicyVersion::default())
+}
+
+/// [`run_in_process`] with the store answering under the qualification policy `policy`.
+pub fn run_in_process_with(corpus_dir: &Path, policy: PolicyVersion) -> Result<Report, EvalError> {
     let dir = tempfile::tempdir()?;
-    let service = Service::open(&dir.path().join("data")).map_err(|e| EvalError::Seed(e.to_string()))?;
+    let store = crate::store::Store::open(&dir.path().join("data")).map_err(|e| EvalError::Seed(e.to_string()))?;
+    let runtime = crate::service::Runtime {
+        qualification: policy,
+        ..crate::service::Runtime::default()
+    };
+    let service = Service::new(store, runtime);
     let transport = InProcess::new(service.clone());
     let report = run(corpus_dir, &transport);
     service.store().shutdown();

@@ -89,10 +89,19 @@ fn the_retrieval_corpus_passes_its_hard_gates_and_baseline() {
 /// Runs a corpus against a PostgreSQL-backed service on a throw-away cluster.
 /// `None` after reporting the test skipped when PostgreSQL is missing.
 fn run_on_postgres(corpus: &Path) -> Option<Report> {
+    run_on_postgres_with(corpus, PolicyVersion::default())
+}
+
+/// [`run_on_postgres`] under the qualification policy `policy`.
+fn run_on_postgres_with(corpus: &Path, policy: PolicyVersion) -> Option<Report> {
     let cluster = crate::testkit::postgres::TestCluster::start()?;
     let front_end = tempfile::tempdir().unwrap();
     let store = crate::store::Store::open_postgres(&cluster.create_database(), front_end.path()).unwrap();
-    let service = Service::new(store, crate::service::Runtime::default());
+    let runtime = crate::service::Runtime {
+        qualification: policy,
+        ..crate::service::Runtime::default()
+    };
+    let service = Service::new(store, runtime);
     let report = run(corpus, &InProcess::new(service.clone())).unwrap();
     service.store().shutdown();
     Some(report)
@@ -112,6 +121,26 @@ fn the_retrieval_corpora_meet_the_same_gates_on_postgresql() {
     assert_eq!(v2.forbidden_returned, 0, "v2 on PostgreSQL:\n{}", summary(&v2));
     assert_eq!(v2.excerpt_citation_violations, 0, "v2 on PostgreSQL:\n{}", summary(&v2));
     assert!(v2.passed, "v2 on PostgreSQL:\n{}", summary(&v2));
+}
+
+#[test]
+fn qualified_units_v2_meets_both_corpora_gates_on_sqlite_and_postgresql() {
+    for (name, dir) in [("v1", corpus_dir()), ("v2", v2_dir())] {
+        let sqlite = run_in_process_with(&dir, PolicyVersion::V2).unwrap();
+        // Without PostgreSQL (a visible skip) only the embedded store is checked.
+        let postgres = run_on_postgres_with(&dir, PolicyVersion::V2);
+        let reports = [("SQLite", Some(&sqlite)), ("PostgreSQL", postgres.as_ref())];
+        for (backend, report) in reports.into_iter().filter_map(|(b, r)| Some((b, r?))) {
+            assert_eq!(report.false_answers, 0, "{name} on {backend}:\n{}", summary(report));
+            assert_eq!(
+                report.forbidden_returned,
+                0,
+                "{name} on {backend}:\n{}",
+                summary(report)
+            );
+            assert!(report.passed, "{name} under v2 on {backend}:\n{}", summary(report));
+        }
+    }
 }
 
 #[test]

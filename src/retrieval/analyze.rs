@@ -231,6 +231,11 @@ fn exact_kind(chunk: &str) -> Option<UnitKind> {
     None
 }
 
+/// The Porter2 stem of a word's lemma: `went`, `gone` and `goes` share `go`'s.
+pub fn lemma_stem(word: &str) -> String {
+    stem(lexicon().lemma(word).unwrap_or(word))
+}
+
 fn is_single_letter(word: &str) -> bool {
     let mut chars = word.chars();
     matches!((chars.next(), chars.next()), (Some(c), None) if c.is_alphabetic())
@@ -245,7 +250,7 @@ fn dedupe(units: Vec<Unit>) -> Vec<Unit> {
         if !seen.insert((unit.kind, unit.words.clone())) {
             continue;
         }
-        if unit.kind == UnitKind::Word && !stems.insert(stem(&unit.words[0])) {
+        if unit.kind == UnitKind::Word && !stems.insert(lemma_stem(&unit.words[0])) {
             continue;
         }
         kept.push(unit);
@@ -318,6 +323,7 @@ mod tests {
     #[test]
     fn inflections_of_one_word_count_once() {
         assert_eq!(texts("frames frame capped"), ["frames", "capped"]);
+        assert_eq!(texts("went going gone go museum"), ["went", "museum"]);
     }
 
     #[test]

@@ -7,14 +7,17 @@
 //! - `generic_words.txt`: common words that name no topic; a content unit, at half weight,
 //!   that never qualifies a hit alone.
 //! - `comparatives.txt`: adjectives whose `-er`/`-est` forms are inflections.
+//! - `irregular_verbs.txt`: irregular verbs, the lemma then its irregular forms (`go went
+//!   gone`); a form is an inflection of its lemma, beside the Porter2 stemming.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 const STOPWORDS: &str = include_str!("lexicon/stopwords.txt");
 const QUESTION_WORDS: &str = include_str!("lexicon/question_words.txt");
 const GENERIC_WORDS: &str = include_str!("lexicon/generic_words.txt");
 const COMPARATIVES: &str = include_str!("lexicon/comparatives.txt");
+const IRREGULAR_VERBS: &str = include_str!("lexicon/irregular_verbs.txt");
 
 /// The parsed lists.
 #[derive(Debug, Default)]
@@ -27,6 +30,10 @@ pub struct Lexicon {
     starters: HashSet<&'static str>,
     generic: HashSet<&'static str>,
     comparatives: HashSet<&'static str>,
+    /// Irregular form → lemma (`went` → `go`).
+    lemmas: HashMap<&'static str, &'static str>,
+    /// Lemma → its irregular forms.
+    irregular: HashMap<&'static str, Vec<&'static str>>,
 }
 
 /// The entries of one list file: trimmed, non-empty, non-comment lines.
@@ -46,6 +53,15 @@ pub fn lexicon() -> &'static Lexicon {
             comparatives: entries(COMPARATIVES).collect(),
             ..Lexicon::default()
         };
+        for entry in entries(IRREGULAR_VERBS) {
+            let mut words = entry.split_whitespace();
+            let Some(lemma) = words.next() else { continue };
+            let forms: Vec<&'static str> = words.collect();
+            for form in &forms {
+                lexicon.lemmas.entry(form).or_insert(lemma);
+            }
+            lexicon.irregular.entry(lemma).or_default().extend(forms);
+        }
         for entry in entries(QUESTION_WORDS) {
             if let Some(starter) = entry.strip_prefix('^') {
                 lexicon.starters.insert(starter);
@@ -88,6 +104,20 @@ impl Lexicon {
     /// A common word that names no topic.
     pub fn is_generic(&self, word: &str) -> bool {
         self.generic.contains(word)
+    }
+
+    /// The lemma of an irregular verb form (`went` → `go`, `bought` → `buy`); a lemma maps to
+    /// itself, any other word to `None`.
+    pub fn lemma(&self, word: &str) -> Option<&'static str> {
+        self.lemmas
+            .get(word)
+            .copied()
+            .or_else(|| self.irregular.get_key_value(word).map(|(lemma, _)| *lemma))
+    }
+
+    /// The irregular forms of a lemma (`go` → `went`, `gone`); empty for other words.
+    pub fn irregular_forms(&self, lemma: &str) -> &[&'static str] {
+        self.irregular.get(lemma).map_or(&[], Vec::as_slice)
     }
 
     /// The base adjective of a comparative or superlative (`larger` → `large`,
@@ -147,8 +177,9 @@ fn is_vowel(c: char) -> bool {
 mod tests {
     use super::*;
 
-    fn all_lists() -> [(&'static str, &'static str); 4] {
+    fn all_lists() -> [(&'static str, &'static str); 5] {
         [
+            ("irregular_verbs", IRREGULAR_VERBS),
             ("stopwords", STOPWORDS),
             ("question_words", QUESTION_WORDS),
             ("generic_words", GENERIC_WORDS),
@@ -226,5 +257,52 @@ mod tests {
         assert_eq!(lexicon.comparative_forms("large"), ["large", "larger", "largest"]);
         assert_eq!(lexicon.comparative_forms("early"), ["early", "earlier", "earliest"]);
         assert_eq!(lexicon.comparative_forms("fast"), ["fast", "faster", "fastest"]);
+    }
+
+    #[test]
+    fn irregular_verb_forms_map_to_their_lemma_and_back() {
+        let lexicon = lexicon();
+        for (form, lemma) in [
+            ("went", "go"),
+            ("gone", "go"),
+            ("go", "go"),
+            ("took", "take"),
+            ("taken", "take"),
+            ("bought", "buy"),
+            ("ran", "run"),
+            ("met", "meet"),
+            ("saw", "see"),
+            ("thought", "think"),
+            ("brought", "bring"),
+            ("wrote", "write"),
+        ] {
+            assert_eq!(lexicon.lemma(form), Some(lemma), "{form}");
+        }
+        assert_eq!(lexicon.irregular_forms("go"), ["went", "gone", "goes"]);
+        assert_eq!(lexicon.irregular_forms("buy"), ["bought"]);
+        // Regular verbs and other words are the stemmer's business.
+        for word in ["walked", "museum", "going", "painting"] {
+            assert_eq!(lexicon.lemma(word), None, "{word}");
+        }
+        assert!(lexicon.irregular_forms("walk").is_empty());
+    }
+
+    #[test]
+    fn the_irregular_verb_list_covers_the_common_verbs_and_each_form_names_one_lemma() {
+        let mut lemmas = HashSet::new();
+        let mut forms: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+        for entry in entries(IRREGULAR_VERBS) {
+            let mut words = entry.split(' ');
+            let lemma = words.next().unwrap();
+            assert!(lemmas.insert(lemma), "{lemma} listed twice");
+            for form in words {
+                assert_ne!(form, lemma, "{entry}");
+                if let Some(other) = forms.insert(form, lemma) {
+                    panic!("{form} is a form of {other} and of {lemma}");
+                }
+            }
+        }
+        assert!(lemmas.len() >= 170, "{} verbs", lemmas.len());
+        assert!(forms.len() >= 200, "{} forms", forms.len());
     }
 }

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use super::analyze::{Analysis, Unit, UnitKind};
-use super::qualify::{Policy, UnitWeight};
+use super::qualify::{Policy, PolicyVersion, UnitWeight};
 use super::stem::stem;
 use super::text::Word;
 use super::vocabulary::{Expansion, MatchKind, Vocabulary};
@@ -82,6 +82,12 @@ pub struct Plan {
 impl Plan {
     /// Plans `analysis` against the vocabulary.
     pub fn new(analysis: Analysis, vocabulary: &Vocabulary) -> Plan {
+        Plan::with_policy(PolicyVersion::default(), analysis, vocabulary)
+    }
+
+    /// Plans `analysis` against the vocabulary under the qualification policy `version`.
+    /// The vocabulary is the one source of the statistics the weights come from.
+    pub fn with_policy(version: PolicyVersion, analysis: Analysis, vocabulary: &Vocabulary) -> Plan {
         let rows = vocabulary.rows();
         let mut units = Vec::with_capacity(analysis.units.len());
         for unit in &analysis.units {
@@ -95,7 +101,14 @@ impl Plan {
             } else {
                 vocabulary.expand_as(unit, analysis.question)
             };
-            let weight = UnitWeight::of(unit, &expansion, rows, analysis.stop_words_only);
+            let weight = UnitWeight::of(
+                version,
+                unit,
+                &expansion,
+                unit_df(unit, &expansion, vocabulary),
+                rows,
+                analysis.stop_words_only,
+            );
             let expr = unit_expr(unit, &expansion);
             let stem = (unit.kind == UnitKind::Word && !analysis.stop_words_only).then(|| {
                 let stem = stem(&unit.words[0]);
@@ -110,7 +123,7 @@ impl Plan {
                 expr,
             });
         }
-        let policy = Policy::new(&analysis, &units.iter().map(|u| u.weight).collect::<Vec<_>>());
+        let policy = Policy::new(version, &analysis, &units.iter().map(|u| u.weight).collect::<Vec<_>>());
         let mut terms: HashMap<String, Vec<(usize, MatchKind)>> = HashMap::new();
         for (index, planned) in units.iter().enumerate() {
             if planned.unit.words.len() == 1 && planned.unit.kind == UnitKind::Word {
@@ -200,6 +213,23 @@ impl Plan {
             .chain(std::iter::repeat_n(0, self.highlights.len()))
             .collect()
     }
+}
+
+/// The rows a unit is found in, for its weight: a word's commonest uncorrected term (or,
+/// when it was corrected, its best correction's); a phrase, identifier or number at most
+/// as many as its rarest word.
+fn unit_df(unit: &Unit, expansion: &Expansion, vocabulary: &Vocabulary) -> u64 {
+    if unit.kind != UnitKind::Word {
+        return unit.words.iter().map(|w| vocabulary.df(w)).min().unwrap_or(0);
+    }
+    if expansion.df > 0 || !expansion.corrected {
+        return expansion.df;
+    }
+    expansion
+        .terms
+        .iter()
+        .find(|(_, kind)| kind.is_correction())
+        .map_or(0, |(term, _)| vocabulary.df(term))
 }
 
 fn record(result: &mut TextMatch, index: usize, kind: MatchKind, term: &str, position: usize, len: usize) {

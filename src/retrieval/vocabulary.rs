@@ -170,6 +170,28 @@ impl Vocabulary {
             .map(|(term, df)| (term.to_owned(), u64::from(df)))
             .collect();
         let lexicon = lexicon();
+        // Irregular verbs: every form of the word's lemma, and the lemma's own inflections
+        // (`went` → `go`, `goes`, `going`, `gone`).
+        if let Some(lemma) = lexicon.lemma(word) {
+            let mut related: Vec<String> = std::iter::once(lemma)
+                .chain(lexicon.irregular_forms(lemma).iter().copied())
+                .map(str::to_owned)
+                .collect();
+            if lemma != word {
+                let lemma_stem = stem(lemma);
+                related.extend(
+                    self.with_prefix(&lemma_stem)
+                        .filter(|(term, _)| stem(term) == lemma_stem)
+                        .map(|(term, _)| term.to_owned()),
+                );
+            }
+            for form in related {
+                let count = self.df(&form);
+                if form != word && count > 0 && !found.iter().any(|(t, _)| *t == form) {
+                    found.push((form, count));
+                }
+            }
+        }
         if let Some(base) = lexicon.comparative_base(word) {
             for form in lexicon.comparative_forms(base) {
                 let count = self.df(&form);

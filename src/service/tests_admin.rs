@@ -73,7 +73,13 @@ fn doctor_reports_typed_health_for_this_process() {
     assert!(doctor["disk_free_bytes"].as_u64().unwrap() > 0);
     assert_eq!(doctor["version"], env!("CARGO_PKG_VERSION"));
 
-    let daemon = Service::new(f.service.store().clone(), Runtime { daemon_pid: Some(4242) });
+    let daemon = Service::new(
+        f.service.store().clone(),
+        Runtime {
+            daemon_pid: Some(4242),
+            ..Runtime::default()
+        },
+    );
     assert_eq!(ok(&daemon, "doctor", json!({}))["daemon_pid"], 4242);
 }
 

@@ -105,3 +105,36 @@ fn edit_distance_counts_a_transposition_once() {
     assert_eq!(max_edits(5), 1);
     assert_eq!(max_edits(9), 2);
 }
+
+#[test]
+fn an_irregular_form_and_its_lemma_expand_to_each_other() {
+    let v = vocabulary(&[
+        ("go", 4),
+        ("goes", 2),
+        ("going", 3),
+        ("went", 5),
+        ("gone", 1),
+        ("good", 9),
+    ]);
+    let mut from_past: Vec<String> = expand(&v, "went").into_iter().map(|(t, _)| t).collect();
+    from_past.sort();
+    assert_eq!(from_past, ["go", "goes", "going", "gone", "went"]);
+    let from_lemma = expand(&v, "go");
+    assert!(
+        from_lemma.contains(&("went".to_owned(), MatchKind::Inflection)),
+        "{from_lemma:?}"
+    );
+    assert!(
+        from_lemma.contains(&("gone".to_owned(), MatchKind::Inflection)),
+        "{from_lemma:?}"
+    );
+    assert!(!from_lemma.iter().any(|(t, _)| t == "good"));
+    let bought = expand(&vocabulary(&[("buy", 2), ("bought", 3)]), "buy");
+    assert_eq!(
+        bought,
+        [
+            ("buy".to_owned(), MatchKind::Exact),
+            ("bought".to_owned(), MatchKind::Inflection)
+        ]
+    );
+}

@@ -12,7 +12,7 @@ use super::search::{SearchRequest, Source};
 use crate::protocol::retrieval::{QualificationInfo, QueryAnalysis, QueryUnit, UnitMatchInfo};
 use crate::retrieval::diversity::Fingerprint;
 use crate::retrieval::plan::{Plan, TextMatch};
-use crate::retrieval::qualify::{POLICY_VERSION, Qualification, qualify};
+use crate::retrieval::qualify::{PolicyVersion, Qualification, qualify};
 use crate::retrieval::snippet::Instance;
 use crate::retrieval::text::{Word, words};
 use crate::retrieval::{MatchKind, rank};
@@ -352,7 +352,7 @@ pub(super) fn qualification_info(plan: &Plan, examined: &Examined) -> Qualificat
         })
         .collect();
     QualificationInfo {
-        policy_version: POLICY_VERSION.into(),
+        policy_version: plan.policy.version.as_str().into(),
         qualified: examined.is_qualified(),
         units: query_units(plan),
         required_weight: plan.policy.required,
@@ -366,7 +366,7 @@ pub(super) fn qualification_info(plan: &Plan, examined: &Examined) -> Qualificat
 pub(super) fn query_analysis(plan: &Plan, found_nothing: bool, near_misses: usize) -> QueryAnalysis {
     let advice = found_nothing.then(|| advice(plan, near_misses));
     QueryAnalysis {
-        policy_version: POLICY_VERSION.into(),
+        policy_version: plan.policy.version.as_str().into(),
         units: query_units(plan),
         ignored_words: plan.analysis.ignored.clone(),
         question: plan.analysis.question,
@@ -388,11 +388,19 @@ fn advice(plan: &Plan, near_misses: usize) -> String {
                 phrase; this one has less. Add a specific word, or send the bare keywords without question words."
             .to_owned();
     }
-    let mut text = format!(
-        "Nothing matched enough of the query: a hit needs units of weight {} (identifiers, numbers and quoted \
-         phrases weigh 2, generic words 0.5, other words 1).",
-        policy.required
-    );
+    let mut text = match policy.version {
+        PolicyVersion::V1 => format!(
+            "Nothing matched enough of the query: a hit needs units of weight {} (identifiers, numbers and quoted \
+             phrases weigh 2, generic words 0.5, other words 1).",
+            policy.required
+        ),
+        PolicyVersion::V2 => format!(
+            "Nothing matched enough of the query: a hit needs units of weight {} of the query's {} (each unit \
+             weighs what it tells apart in this store: rare words, names and identifiers much, common words \
+             little, words memory never saw the most).",
+            policy.required, policy.total
+        ),
+    };
     if near_misses > 0 {
         text.push_str(" near_misses lists what matched some units; reword with the words memory uses, or drop a unit.");
     } else {

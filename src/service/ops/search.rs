@@ -14,7 +14,8 @@ use crate::protocol::retrieval::{
 use crate::protocol::{AmbientContext, Horizon, Label, limits};
 use crate::retrieval::rank::{self, EffectiveBasis, RankInput};
 use crate::retrieval::snippet::{SNIPPET_TOKENS, window_excerpt};
-use crate::retrieval::{Analysis, Plan, analyze};
+use crate::retrieval::{Analysis, Plan, Vocabulary, analyze};
+use crate::service::Grant;
 use crate::service::convert::{context_owner, evidence_locator, owner_context, stored_object};
 use crate::service::validate;
 use crate::service::{Call, Output, Service, ServiceError, to_value};
@@ -45,6 +46,21 @@ pub(super) fn search(service: &Service, call: &Call, input: SearchInput) -> Resu
         refine_hint,
         broaden_hint,
     })
+}
+
+/// The one source of the term statistics a query is planned with: which terms exist (its
+/// expansions) and in how many of how many rows (the generic-by-frequency rule, and the
+/// unit weights of `qualified_units_v2`), counted over what `scope` may read as of `conn`'s
+/// snapshot. Today every grant counts over the whole store (the shared vocabulary cache);
+/// statistics limited to a restricted grant's workspaces belong here, and only here.
+pub(super) fn term_statistics<T>(
+    service: &Service,
+    conn: Db<'_>,
+    scope: &Grant,
+    f: impl FnOnce(&Vocabulary) -> T,
+) -> StoreResult<T> {
+    let _ = scope;
+    service.vocabulary().with_current(service.store(), conn, f)
 }
 
 /// Static labels as wire labels.
@@ -116,8 +132,8 @@ impl SearchRequest {
 
     /// Plans the query against the store's vocabulary as of `conn`'s snapshot.
     pub fn plan(&self, service: &Service, conn: Db<'_>) -> StoreResult<Plan> {
-        service.vocabulary().with_current(service.store(), conn, |vocabulary| {
-            Plan::new(self.analysis.clone(), vocabulary)
+        term_statistics(service, conn, service.grant(), |vocabulary| {
+            Plan::with_policy(service.runtime().qualification, self.analysis.clone(), vocabulary)
         })
     }
 

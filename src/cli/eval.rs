@@ -1,0 +1,159 @@
+//! `memoree eval`: a retrieval benchmark in a throw-away home, on a judged corpus in the
+//! golden format (`--corpus`) or on LoCoMo-format conversations (`--locomo`).
+//!
+//! Unlike the other commands it prints a report, not an envelope: a table for people, or
+//! the report as one JSON document with `--json`. The exit status is 0 when the run met its
+//! gates (the corpus's own gates and baseline; for LoCoMo, `--gates`), 1 when it did not. A
+//! run that could not happen at all (a missing or malformed corpus) prints an error envelope
+//! and exits with its code. Progress goes to stderr when it is a terminal.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+
+use super::error::CliError;
+use super::{GlobalArgs, exit, output};
+use crate::eval::{self, locomo};
+use crate::protocol::{CLI_REQUEST_ID, Response};
+use crate::retrieval::qualify::PolicyVersion;
+
+/// Measure retrieval on a judged corpus or on LoCoMo conversations, in a throw-away home.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  memoree eval --corpus golden/v2/retrieval\n  memoree eval --locomo ../shared/data/locomo-dev --qualification v2 --gates lexical"
+)]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["corpus", "locomo"])))]
+pub struct EvalArgs {
+    /// A corpus directory in the golden format (`seed.jsonl`, `cases.jsonl`, `baseline.json`).
+    #[arg(long, value_name = "DIR")]
+    corpus: Option<PathBuf>,
+    /// A directory of LoCoMo-format conversations (`*.json`).
+    #[arg(long, value_name = "DIR")]
+    locomo: Option<PathBuf>,
+    /// Fail (exit 1) unless the LoCoMo run meets these gates.
+    #[arg(long, value_enum, requires = "locomo")]
+    gates: Option<GateSet>,
+    /// The qualification policy the throw-away stores answer with.
+    #[arg(long, value_enum, default_value = "v1")]
+    qualification: Qualification,
+    /// Print the report as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `--qualification`: the policies of `retrieval::qualify`.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Qualification {
+    /// `qualified_units_v1`, what the service answers with.
+    V1,
+    /// `qualified_units_v2`: weights from the store's statistics.
+    V2,
+}
+
+/// Named gate sets for `--gates`.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum GateSet {
+    /// Issue 27's lexical gates: search recall@5 >= 0.45, memory.recall recall@5 >= 0.43,
+    /// unanswerable answered <= 3%.
+    Lexical,
+}
+
+pub(crate) fn run(args: &EvalArgs, global: &GlobalArgs) -> ExitCode {
+    let qualification = match args.qualification {
+        Qualification::V1 => PolicyVersion::V1,
+        Qualification::V2 => PolicyVersion::V2,
+    };
+    let outcome = match (&args.corpus, &args.locomo) {
+        (Some(dir), _) => eval::run_in_process_with(dir, qualification).map(|report| {
+            let text = if args.json {
+                json_text(&report.to_json(), global.pretty)
+            } else {
+                corpus_table(&report)
+            };
+            (text, report.passed)
+        }),
+        (None, Some(dir)) => {
+            let options = locomo::Options {
+                progress: true,
+                qualification,
+                gates: args.gates.map(|GateSet::Lexical| locomo::Gates::LEXICAL),
+            };
+            locomo::run(dir, &options).map(|report| {
+                let text = if args.json {
+                    json_text(&report.to_json(), global.pretty)
+                } else {
+                    report.to_table()
+                };
+                (text, report.passed())
+            })
+        }
+        (None, None) => Err(eval::EvalError::Corpus("name --corpus DIR or --locomo DIR".to_owned())),
+    };
+    match outcome {
+        Ok((text, passed)) => {
+            output::emit_text(&text);
+            if passed { ExitCode::SUCCESS } else { ExitCode::from(1) }
+        }
+        Err(error) => {
+            let failure = match error {
+                eval::EvalError::Corpus(message) => CliError::Invalid(message),
+                other => CliError::Internal(other.to_string()),
+            };
+            let response: Response = failure.at(CLI_REQUEST_ID).into_response();
+            output::emit(&response, global.pretty);
+            exit::for_response(&response)
+        }
+    }
+}
+
+fn json_text(value: &serde_json::Value, pretty: bool) -> String {
+    let text = if pretty {
+        serde_json::to_string_pretty(value)
+    } else {
+        serde_json::to_string(value)
+    };
+    format!("{}\n", text.unwrap_or_default())
+}
+
+/// A short table of a golden-corpus run.
+fn corpus_table(report: &eval::Report) -> String {
+    let m = &report.metrics;
+    let mut out = format!(
+        "corpus {}: {} cases, {} passed\n\
+         macro claim recall {:.4}, precision {:.4}; artifact recall {:.4}, precision {:.4}\n\
+         false answers {}, forbidden returned {}, excerpt citation violations {}, budget {}, parity {}, scope {}\n",
+        report.corpus_version,
+        report.cases.len(),
+        report.cases.iter().filter(|c| c.passed()).count(),
+        m.claim_recall,
+        m.claim_precision,
+        m.artifact_recall,
+        m.artifact_precision,
+        report.false_answers,
+        report.forbidden_returned,
+        report.excerpt_citation_violations,
+        report.budget_violations,
+        report.citation_parity_violations,
+        report.scope_violations,
+    );
+    for slice in &report.slices {
+        out.push_str(&format!(
+            "slice {:<24} {}/{} ({:.0}%){}\n",
+            slice.slice.as_str(),
+            slice.passed,
+            slice.cases,
+            100.0 * slice.rate(),
+            match slice.required_rate {
+                Some(rate) if !slice.meets_requirement() => format!(" — below the required {:.0}%", 100.0 * rate),
+                Some(rate) => format!(", required {:.0}%", 100.0 * rate),
+                None => ", reported".to_owned(),
+            }
+        ));
+    }
+    for regression in &report.regressions {
+        out.push_str(&format!("regression: {regression}\n"));
+    }
+    out.push_str(if report.passed { "passed\n" } else { "FAILED\n" });
+    out
+}
