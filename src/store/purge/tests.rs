@@ -484,7 +484,7 @@ fn a_postgresql_store_with_plain_tombstone_digests_migrates_to_keyed_ones() {
     let dir = tempfile::tempdir().unwrap();
     let service = Service::new(
         Store::open_postgres(&url, dir.path()).unwrap(),
-        Runtime { daemon_pid: None },
+        Runtime::default(),
     );
     let call = |op: &str, key: &str, input: serde_json::Value| {
         let response = service.handle_value(
