@@ -220,6 +220,11 @@ impl Grant {
 }
 
 impl Grant {
+    /// The workspaces of a restricted grant, sorted (`None` when unrestricted).
+    pub(crate) fn workspace_list(&self) -> Option<Vec<String>> {
+        self.0.as_deref().map(|r| r.workspaces.iter().cloned().collect())
+    }
+
     /// Whether a row owned by `owner` may contribute to a response.
     pub(crate) fn sees(&self, owner: &Owner) -> bool {
         self.allows(&owner.workspace_id)

@@ -140,11 +140,12 @@ pub fn plant_own(admin: Exchange<'_>) -> (String, String) {
 }
 
 /// Foreign rows that share the own workspace's words (so that store-wide statistics would
-/// move the own scores), without canaries.
+/// move the own scores, and make `deployment` a generic word: more than 25 rows), without
+/// canaries.
 pub fn plant_foreign_noise(admin: Exchange<'_>) -> Vec<String> {
     let foreign = foreign_context();
     let mut ids = Vec::new();
-    for n in 0..3 {
+    for n in 0..30 {
         let put = ok(
             admin,
             &mutation(
@@ -574,11 +575,18 @@ pub fn sweep(restricted: Exchange<'_>, p: &Planted) -> usize {
 }
 
 /// Every `score` in a result, in document order, with the title or statement next to it
-/// (ids differ between stores; the planted texts do not).
+/// (ids differ between stores; the planted texts do not), and every `query_analysis` and
+/// `qualification` (unit weights, generic words, corrections).
 pub fn scores(result: &Value) -> Vec<(String, String)> {
     fn walk(value: &Value, out: &mut Vec<(String, String)>) {
         match value {
             Value::Object(map) => {
+                // What the plan made of the query: unit weights, `generic`, corrections.
+                for key in ["query_analysis", "qualification"] {
+                    if let Some(found) = map.get(key) {
+                        out.push((key.to_owned(), found.to_string()));
+                    }
+                }
                 if let Some(score) = map.get("score") {
                     let label = map
                         .get("title")
@@ -609,6 +617,10 @@ pub fn own_scores(restricted: Exchange<'_>) -> Vec<(String, String)> {
         "deployment password",
         "exporter",
         "deployment restart",
+        // `vault` and `deployment` are frequent only in the foreign rows, `vaultt` a typo of
+        // a word only they hold.
+        "vaultt password",
+        "deployment vault exporter",
     ] {
         for op in ["search", "memory.recall", "context.build"] {
             let result = ok(
@@ -616,7 +628,8 @@ pub fn own_scores(restricted: Exchange<'_>) -> Vec<(String, String)> {
                 &read(
                     op,
                     &own,
-                    json!({"query": query, "horizon": "workspace", "reason": "scores"}),
+                    // Without the recency bonus, which moves with the seconds between write and read.
+                    json!({"query": query, "horizon": "workspace", "reason": "scores", "recency": {"enabled": false}}),
                 ),
             );
             out.push((format!("{op} {query}"), String::new()));

@@ -116,6 +116,20 @@ impl SearchRequest {
 
     /// Plans the query against the store's vocabulary as of `conn`'s snapshot.
     pub fn plan(&self, service: &Service, conn: Db<'_>) -> StoreResult<Plan> {
+        // A restricted grant plans against its own workspaces' vocabulary and scores over
+        // their statistics (`retrieval::corpus`): nothing of another workspace moves them.
+        if let Some(workspaces) = service.grant().workspace_list() {
+            return service.scoped_vocabularies().with_current(
+                service.store(),
+                conn,
+                &workspaces,
+                |vocabulary, stats| {
+                    let mut plan = Plan::new(self.analysis.clone(), vocabulary);
+                    plan.corpus = Some(stats);
+                    plan
+                },
+            );
+        }
         service.vocabulary().with_current(service.store(), conn, |vocabulary| {
             Plan::new(self.analysis.clone(), vocabulary)
         })

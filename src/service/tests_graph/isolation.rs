@@ -67,8 +67,8 @@ fn recall_shows_a_foreign_cited_revision_as_its_locator_and_a_warning_only() {
         .collect();
     assert!(codes.contains(&"EVIDENCE_OUTSIDE_GRANT"), "{codes:?}");
     // The admin still gets the preview.
-    let whole = recall(&admin, query);
-    assert!(whole.to_string().contains(CANARIES[1]), "{whole}");
+    let whole = recall(&admin, "billing exporter deployment credentials");
+    assert!(whole.to_string().contains(CANARIES[0]), "{whole}");
 }
 
 #[test]
