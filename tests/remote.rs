@@ -749,3 +749,48 @@ fn memoree_inspect_serves_a_tls_daemon_within_the_credential_workspaces() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// The isolation sweep of issue 28 (`memoree::testkit::isolation`) over `tls://`: an admin
+/// (`"*"`) plants both workspaces, and a credential for `wsp_a` runs every operation of the
+/// catalogue with the canary words, foreign ids, pins and spans as inputs; no response
+/// carries a byte of `wsp_b` it was not sent.
+#[test]
+fn a_credential_for_one_workspace_gets_no_byte_of_another_over_tls_in_any_operation() {
+    use memoree::daemon::DaemonConfig;
+    use memoree::daemon::remote::{RemoteClient, RemoteConfig};
+    use memoree::testkit::isolation;
+
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::generate(&dir.path().join("pki"));
+    let alice = pki.client("alice", Signer::ClientCa, false);
+    let admin = pki.client("admin", Signer::ClientCa, false);
+    let listed = |name: &str, cert: &ClientCert, workspaces: Option<&str>| RemoteClient {
+        name: name.to_owned(),
+        fingerprint: memoree::tls::Fingerprint::parse(&cert.fingerprint).unwrap(),
+        workspaces: workspaces.map(|w| [w.to_owned()].into()),
+    };
+    let mut config = DaemonConfig::new(Endpoint::parse("tls://127.0.0.1:0").unwrap(), dir.path().join("data"));
+    config.remote = Some(RemoteConfig {
+        cert: pki.server_cert.clone(),
+        key: pki.server_key.clone(),
+        client_ca: pki.client_ca.clone(),
+        clients: vec![
+            listed("alice", &alice, Some(isolation::OWN_WORKSPACE)),
+            listed("admin", &admin, None),
+        ],
+    });
+    let daemon = memoree::daemon::start(config).unwrap();
+    let endpoint = daemon.endpoint().clone();
+    let client = |cert: &ClientCert| {
+        let connector = pki.credentials(&pki.server_ca, Some(cert)).connector().unwrap();
+        memoree::client::socket::SocketClient::new(endpoint.clone()).with_tls(connector)
+    };
+    let (as_admin, as_alice) = (client(&admin), client(&alice));
+    let exchange = |client: &memoree::client::socket::SocketClient, request: &Value| {
+        serde_json::to_value(client.exchange_json(request).unwrap_or_else(|e| panic!("{e}"))).unwrap()
+    };
+    let planted = isolation::plant(&|request: &Value| exchange(&as_admin, request));
+    let ran = isolation::sweep(&|request: &Value| exchange(&as_alice, request), &planted);
+    assert!(ran > 100, "{ran}");
+    daemon.shutdown().unwrap();
+}
