@@ -792,5 +792,56 @@ fn a_credential_for_one_workspace_gets_no_byte_of_another_over_tls_in_any_operat
     let planted = isolation::plant(&|request: &Value| exchange(&as_admin, request));
     let ran = isolation::sweep(&|request: &Value| exchange(&as_alice, request), &planted);
     assert!(ran > 100, "{ran}");
+
+    // The inspector reading through alice's credential: every page, and Ask with the queries.
+    let memory = memoree::inspect::memory::Memory::new(
+        std::sync::Arc::new(as_alice.clone()),
+        memoree::protocol::AmbientContext::project(isolation::OWN_WORKSPACE, "prj_a"),
+        memoree::protocol::ContextSource::Explicit,
+    );
+    let inspector = memoree::inspect::spawn("127.0.0.1:0".parse().unwrap(), memory).unwrap();
+    let addr = inspector.ready.addr.to_string();
+    let entry = inspector.ready.url.split_once(&addr).unwrap().1.to_owned();
+    let (_, exchanged) = http_get(&addr, &entry, "");
+    let cookie = exchanged
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("set-cookie")
+                .then(|| value.trim().split(';').next().unwrap().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no cookie: {exchanged}"));
+    let mut paths = vec![
+        "/".to_owned(),
+        "/claims".to_owned(),
+        format!("/claims/{}", planted.citing_claim),
+        format!("/claims/{}", planted.foreign_claim),
+        "/artifacts".to_owned(),
+        format!("/artifacts/{}", planted.cited_artifact),
+        format!("/artifacts/{}", planted.purged_artifact),
+        format!("/artifacts/{}/diff", planted.cited_artifact),
+        "/conflicts".to_owned(),
+        "/relations".to_owned(),
+    ];
+    paths.extend(
+        isolation::queries(&planted)
+            .iter()
+            .map(|q| format!("/ask?q={}", q.replace(' ', "+"))),
+    );
+    for path in paths {
+        let (status, page) = http_get(&addr, &path, &cookie);
+        assert_ne!(status, 0, "{path}");
+        isolation::check_text(&path, &page, &planted);
+        if path == "/artifacts" {
+            assert!(
+                page.contains("Billing exporter runbook"),
+                "the pages are served: {page}"
+            );
+        }
+        if path == format!("/claims/{}", planted.citing_claim) {
+            assert!(page.contains("credentials are in the vault"), "{page}");
+        }
+    }
+    drop(inspector);
     daemon.shutdown().unwrap();
 }

@@ -262,7 +262,7 @@ pub enum Expect {
 
 /// The queries the retrieval operations run: the canary words, foreign ids, and a query
 /// that reaches the own claim citing foreign evidence with the foreign content's words.
-fn queries(p: &Planted) -> Vec<String> {
+pub fn queries(p: &Planted) -> Vec<String> {
     let mut queries: Vec<String> = CANARIES.iter().map(|c| (*c).to_owned()).collect();
     // Near-misses of the canaries (typo correction must not reveal the foreign spelling).
     queries.extend(CANARIES.iter().map(|c| c[..c.len() - 1].to_owned()));
@@ -543,8 +543,12 @@ pub fn check(request: &Value, response: &Value, expect: Expect, p: &Planted) {
         Expect::Refused => assert_eq!(code, "SCOPE_VIOLATION", "{request}\n{response}"),
         Expect::Any => {}
     }
-    let asked = request.to_string();
-    let answered = response.to_string();
+    check_text(&request.to_string(), &response.to_string(), p);
+}
+
+/// No canary or foreign id in `answered` unless `asked` carried it (for any response: an
+/// envelope, an inspector page).
+pub fn check_text(asked: &str, answered: &str, p: &Planted) {
     let secrets = CANARIES
         .iter()
         .map(|c| (*c).to_owned())
@@ -554,7 +558,7 @@ pub fn check(request: &Value, response: &Value, expect: Expect, p: &Planted) {
         if !asked.contains(&secret) {
             assert!(
                 !answered.contains(&secret),
-                "{secret:?} leaked\nrequest: {request}\nresponse: {response}"
+                "{secret:?} leaked\nasked: {asked}\nanswered: {answered}"
             );
         }
     }
