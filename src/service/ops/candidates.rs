@@ -262,10 +262,14 @@ fn examine_artifact(
     })
 }
 
+/// One field of a candidate: its match instances `(unit, first word, word count)` and its
+/// FTS5 column weight.
+type Field<'a> = (&'a [(usize, usize, usize)], f64);
+
 /// A candidate's lexical score: FTS5's `bm25()` as fetched, or, for a plan made for a
 /// restricted grant, BM25 over the grant's own corpus (`retrieval::corpus`) from each
 /// unit's occurrences per field (`(instances, column weight)`) and the indexed word count.
-fn lexical_score(plan: &Plan, bm25: f64, fields: &[(&[(usize, usize, usize)], f64)], length: usize) -> f64 {
+fn lexical_score(plan: &Plan, bm25: f64, fields: &[Field<'_>], length: usize) -> f64 {
     let Some(stats) = &plan.corpus else {
         return rank::lexical_score_from_bm25(bm25);
     };
