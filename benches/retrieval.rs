@@ -436,6 +436,9 @@ fn bench_reads(c: &mut Criterion, size: usize) {
         None,
     );
 
+    bench_restricted(&service, &queries.rare, "rare-term", size);
+    bench_restricted(&service, &queries.common, "common-word", size);
+
     let serve = |op: &'static str| {
         let service = service.clone();
         move |query: &str| {
@@ -604,6 +607,48 @@ fn bench_reads(c: &mut Criterion, size: usize) {
     });
     group.finish();
     store.shutdown();
+}
+
+/// Issue 28: a restricted grant plans against its own workspaces' vocabulary (built once by
+/// tokenizing their revisions) and scores its newest matches (up to 512 per kind) over its
+/// own corpus. Here the grant covers the whole corpus, its worst case: the one-time build,
+/// and `memory.recall` p50 restricted vs unrestricted, interleaved query by query.
+fn bench_restricted(service: &Service, queries: &[String], class: &str, size: usize) {
+    let restricted = service.with_grant(memoree::service::Grant::workspaces("bench", ["wsp_bench"]));
+    let started = Instant::now();
+    let first = restricted.handle(read_request("memory.recall", &queries[0]));
+    assert!(first.ok, "{:?}", first.error);
+    let build = started.elapsed();
+    let (mut whole, mut scoped) = (Vec::new(), Vec::new());
+    for query in queries {
+        for (view, out) in [(service, &mut whole), (&restricted, &mut scoped)] {
+            let started = Instant::now();
+            let response = view.handle(read_request("memory.recall", query));
+            assert!(response.ok, "{:?}", response.error);
+            out.push(started.elapsed());
+        }
+    }
+    let p50 = |times: &mut Vec<Duration>| {
+        times.sort();
+        times[times.len() / 2].as_secs_f64() * 1e3
+    };
+    let (whole, scoped) = (p50(&mut whole), p50(&mut scoped));
+    targets::target(
+        28,
+        &format!("restricted grant: scoped vocabulary build, {size} artifacts in the grant (one-time; ~0 once built)"),
+        &format!("{:.1} ms", build.as_secs_f64() * 1e3),
+        "-",
+        "reported",
+        None,
+    );
+    targets::target(
+        28,
+        &format!("restricted grant: memory.recall {class} p50 at {size} artifacts (grant-scoped scores)"),
+        &format!("{scoped:.3} ms"),
+        &format!("unrestricted {whole:.3} ms"),
+        "reported",
+        None,
+    );
 }
 
 /// Replaces `artifact_fts` with a view that swallows inserts, leaving every other write.

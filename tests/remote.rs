@@ -950,3 +950,99 @@ fn memoree_inspect_serves_a_tls_daemon_within_the_credential_workspaces() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// The isolation sweep of issue 28 (`memoree::testkit::isolation`) over `tls://`: an admin
+/// (`"*"`) plants both workspaces, and a credential for `wsp_a` runs every operation of the
+/// catalogue with the canary words, foreign ids, pins and spans as inputs; no response
+/// carries a byte of `wsp_b` it was not sent.
+#[test]
+fn a_credential_for_one_workspace_gets_no_byte_of_another_over_tls_in_any_operation() {
+    use memoree::daemon::DaemonConfig;
+    use memoree::daemon::remote::{RemoteClient, RemoteConfig};
+    use memoree::testkit::isolation;
+
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::generate(&dir.path().join("pki"));
+    let alice = pki.client("alice", Signer::ClientCa, false);
+    let admin = pki.client("admin", Signer::ClientCa, false);
+    let listed = |name: &str, cert: &ClientCert, workspaces: Option<&str>| RemoteClient {
+        name: name.to_owned(),
+        fingerprint: memoree::tls::Fingerprint::parse(&cert.fingerprint).unwrap(),
+        workspaces: workspaces.map(|w| [w.to_owned()].into()),
+    };
+    let mut config = DaemonConfig::new(Endpoint::parse("tls://127.0.0.1:0").unwrap(), dir.path().join("data"));
+    config.remote = Some(RemoteConfig {
+        cert: pki.server_cert.clone(),
+        key: pki.server_key.clone(),
+        client_ca: pki.client_ca.clone(),
+        clients: vec![
+            listed("alice", &alice, Some(isolation::OWN_WORKSPACE)),
+            listed("admin", &admin, None),
+        ],
+    });
+    let daemon = memoree::daemon::start(config).unwrap();
+    let endpoint = daemon.endpoint().clone();
+    let client = |cert: &ClientCert| {
+        let connector = pki.credentials(&pki.server_ca, Some(cert)).connector().unwrap();
+        memoree::client::socket::SocketClient::new(endpoint.clone()).with_tls(connector)
+    };
+    let (as_admin, as_alice) = (client(&admin), client(&alice));
+    let exchange = |client: &memoree::client::socket::SocketClient, request: &Value| {
+        serde_json::to_value(client.exchange_json(request).unwrap_or_else(|e| panic!("{e}"))).unwrap()
+    };
+    let planted = isolation::plant(&|request: &Value| exchange(&as_admin, request));
+    let ran = isolation::sweep(&|request: &Value| exchange(&as_alice, request), &planted);
+    assert!(ran > 100, "{ran}");
+
+    // The inspector reading through alice's credential: every page, and Ask with the queries.
+    let memory = memoree::inspect::memory::Memory::new(
+        std::sync::Arc::new(as_alice.clone()),
+        memoree::protocol::AmbientContext::project(isolation::OWN_WORKSPACE, "prj_a"),
+        memoree::protocol::ContextSource::Explicit,
+    );
+    let inspector = memoree::inspect::spawn("127.0.0.1:0".parse().unwrap(), memory).unwrap();
+    let addr = inspector.ready.addr.to_string();
+    let entry = inspector.ready.url.split_once(&addr).unwrap().1.to_owned();
+    let (_, exchanged) = http_get(&addr, &entry, "");
+    let cookie = exchanged
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("set-cookie")
+                .then(|| value.trim().split(';').next().unwrap().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no cookie: {exchanged}"));
+    let mut paths = vec![
+        "/".to_owned(),
+        "/claims".to_owned(),
+        format!("/claims/{}", planted.citing_claim),
+        format!("/claims/{}", planted.foreign_claim),
+        "/artifacts".to_owned(),
+        format!("/artifacts/{}", planted.cited_artifact),
+        format!("/artifacts/{}", planted.purged_artifact),
+        format!("/artifacts/{}/diff", planted.cited_artifact),
+        "/conflicts".to_owned(),
+        "/relations".to_owned(),
+    ];
+    paths.extend(
+        isolation::queries(&planted)
+            .iter()
+            .map(|q| format!("/ask?q={}", q.replace(' ', "+"))),
+    );
+    for path in paths {
+        let (status, page) = http_get(&addr, &path, &cookie);
+        assert_ne!(status, 0, "{path}");
+        isolation::check_text(&path, &page, &planted);
+        if path == "/artifacts" {
+            assert!(
+                page.contains("Billing exporter runbook"),
+                "the pages are served: {page}"
+            );
+        }
+        if path == format!("/claims/{}", planted.citing_claim) {
+            assert!(page.contains("credentials are in the vault"), "{page}");
+        }
+    }
+    drop(inspector);
+    daemon.shutdown().unwrap();
+}

@@ -4,6 +4,7 @@
 //! clock or the wire types; callers pass plain values in.
 
 pub mod analyze;
+pub mod corpus;
 pub mod diversity;
 pub mod lexicon;
 pub mod plan;

@@ -72,6 +72,9 @@ pub struct Plan {
     pub qualifying_expr: Option<String>,
     /// Candidates that share at least one driving unit (near misses).
     pub any_expr: Option<String>,
+    /// The corpus of a restricted grant when the plan was made against its vocabulary
+    /// (`retrieval::corpus`): candidates are then scored over it, not FTS5's `bm25()`.
+    pub corpus: Option<super::corpus::CorpusStats>,
     /// Folded term → `(unit, kind)` for word units, and first word → unit for multi-word units.
     terms: HashMap<String, Vec<(usize, MatchKind)>>,
     /// The query's ignored function words, highlighted in excerpts (as FTS5 would) but never
@@ -150,6 +153,7 @@ impl Plan {
             policy,
             qualifying_expr,
             any_expr,
+            corpus: None,
             terms,
             highlights,
         }

@@ -15,6 +15,16 @@
 //! Browse listings (`artifact.list`, `claim.list`, `event.list`) need nothing more: their
 //! context's workspace is checked and their horizon cannot be `personal`.
 //!
+//! Responses are assembled through the grant too (issue 28, "one rule at the service
+//! boundary": every byte of a response is computed only from what the grant may read):
+//! - [`Grant::evidence`] is the one door through which an operation reads the artifact
+//!   revision a piece of evidence cites (evidence is the only link that may cross
+//!   workspaces: relation endpoints must be writable from the relation's context). A
+//!   revision outside the grant comes back as [`Reach::Outside`]: the response carries the
+//!   locator the visible claim already holds and an [`EVIDENCE_OUTSIDE_GRANT`] warning,
+//!   nothing read from the foreign row (no title, media type, excerpt, size or purge state);
+//! - [`Grant::sees_entity`] filters what `purge::annotate` names in warnings.
+//!
 //! Every refusal is `SCOPE_VIOLATION` (see `error_body`) whose message names the credential,
 //! its workspaces and the entity id asked for, never anything stored about a foreign entity
 //! (not even its workspace).
@@ -29,10 +39,12 @@ use std::sync::Arc;
 use super::{Service, ServiceError};
 use crate::protocol::relation::EntityType;
 use crate::protocol::{Horizon, Operation, Request};
-use crate::store::StoreError;
+use crate::store::artifact::ArtifactRow;
+use crate::store::claim::{self as store_claim, EvidenceRef};
 use crate::store::relation as store_relation;
 use crate::store::scope::Owner;
 use crate::store::search::Pins;
+use crate::store::{Db, StoreError, StoreResult};
 
 /// The reach of one caller. The default is unrestricted.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -43,6 +55,17 @@ struct Restriction {
     /// The credential's name, for messages and logs.
     client: String,
     workspaces: BTreeSet<String>,
+}
+
+/// The warning a response carries for each piece of evidence it cites from outside the
+/// request's grant (instead of anything read from it).
+pub const EVIDENCE_OUTSIDE_GRANT: &str = "EVIDENCE_OUTSIDE_GRANT";
+
+/// A row read through the grant: visible, or owned outside it (and then not returned).
+#[derive(Debug)]
+pub(crate) enum Reach<T> {
+    Visible(T),
+    Outside,
 }
 
 /// Whether an operation reads or changes the store as a whole rather than the entities of
@@ -199,6 +222,55 @@ impl Grant {
         match owner {
             Some(owner) => self.check_owner(entity_type, id, &owner),
             None => Ok(()),
+        }
+    }
+}
+
+impl Grant {
+    /// The workspaces of a restricted grant, sorted (`None` when unrestricted).
+    pub(crate) fn workspace_list(&self) -> Option<Vec<String>> {
+        self.0.as_deref().map(|r| r.workspaces.iter().cloned().collect())
+    }
+
+    /// Whether a row owned by `owner` may contribute to a response.
+    pub(crate) fn sees(&self, owner: &Owner) -> bool {
+        self.allows(&owner.workspace_id)
+    }
+
+    /// [`Grant::sees`] for an entity named by id (one read when restricted). An id that does
+    /// not exist is not seen.
+    pub(crate) fn sees_entity(&self, db: Db<'_>, entity_type: EntityType, id: &str) -> StoreResult<bool> {
+        if !self.is_restricted() {
+            return Ok(true);
+        }
+        match store_relation::endpoint(db, entity_type, id) {
+            Ok(endpoint) => Ok(self.sees(&endpoint.owner)),
+            Err(StoreError::NotFound(_)) => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// The artifact revision `locator` cites, read through the grant: the only way an
+    /// operation reads evidence into a response. `Ok(None)` when it does not exist;
+    /// [`Reach::Outside`] when its artifact belongs to a workspace outside the grant.
+    pub(crate) fn evidence(&self, db: Db<'_>, locator: &EvidenceRef) -> StoreResult<Option<Reach<ArtifactRow>>> {
+        Ok(store_claim::evidence_revision(db, locator)?.map(|row| {
+            if self.sees(&row.owner) {
+                Reach::Visible(row)
+            } else {
+                Reach::Outside
+            }
+        }))
+    }
+
+    /// The warning for a piece of evidence outside the grant: the locator only.
+    pub(crate) fn evidence_outside_warning(claim_id: &str, locator: &EvidenceRef) -> crate::protocol::Warning {
+        crate::protocol::Warning {
+            code: EVIDENCE_OUTSIDE_GRANT.to_owned(),
+            message: format!(
+                "claim {claim_id} cites artifact {} revision {}, which is outside the workspaces this credential may use; only its locator is shown",
+                locator.artifact_id, locator.revision_id
+            ),
         }
     }
 }

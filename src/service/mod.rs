@@ -56,6 +56,8 @@ pub struct Service {
     runtime: Runtime,
     /// The FTS vocabulary behind query expansion, shared by every request of this store.
     vocabulary: std::sync::Arc<crate::store::vocab::VocabularyCache>,
+    /// The vocabularies of restricted grants' workspaces (`retrieval::corpus`).
+    scoped_vocabularies: std::sync::Arc<crate::store::vocab::ScopedVocabularies>,
     /// What this view of the service may reach (unrestricted unless [`Service::with_grant`]).
     grant: Grant,
 }
@@ -174,6 +176,7 @@ impl Service {
             store,
             runtime,
             vocabulary: std::sync::Arc::default(),
+            scoped_vocabularies: std::sync::Arc::default(),
             grant: Grant::unrestricted(),
         }
     }
@@ -192,6 +195,11 @@ impl Service {
     /// `context.build`).
     pub fn vocabulary(&self) -> &crate::store::vocab::VocabularyCache {
         &self.vocabulary
+    }
+
+    /// The vocabularies of the workspace sets restricted grants read (`retrieval::corpus`).
+    pub(crate) fn scoped_vocabularies(&self) -> &crate::store::vocab::ScopedVocabularies {
+        &self.scoped_vocabularies
     }
 
     pub fn store(&self) -> &Store {

@@ -81,6 +81,10 @@ pub struct CandidateQuery<'a> {
     pub now_db: &'a str,
     /// At most this many candidates come back.
     pub cap: usize,
+    /// Select the newest matches instead of the best by `bm25()` (a restricted grant, whose
+    /// candidates are scored over its own corpus: `retrieval::corpus`), so that which rows
+    /// are selected does not depend on statistics of other workspaces.
+    pub newest_first: bool,
 }
 
 /// A candidate row and its raw `bm25()` value (lower is better).
@@ -246,11 +250,16 @@ impl Filter {
             Dialect::Sqlite => vec![SqlValue::Text(match_expr.clone())],
             Dialect::Postgres => vec![SqlValue::Text(match_expr.clone()), SqlValue::Text(match_expr.clone())],
         };
+        let order = if query.newest_first {
+            format!("{rowid} DESC")
+        } else {
+            format!("lexical, {rowid} DESC")
+        };
         let prefix_len = query.cap.saturating_mul(PREFIX_FACTOR);
         let prefix = {
             let sql = format!(
                 "SELECT {rowid}, {bm25} AS lexical FROM {source} WHERE {matches}
-                 ORDER BY lexical, {rowid} DESC LIMIT ?"
+                 ORDER BY {order} LIMIT ?"
             );
             let mut params = rank_params(conn);
             params.push(SqlValue::Integer(prefix_len as i64));
@@ -285,7 +294,7 @@ impl Filter {
             "SELECT {rowid}, {bm25} AS lexical
              FROM {source} {join} {revisions} r ON r.seq = {rowid} {entity_join}
              WHERE {matches} AND {clauses}
-             ORDER BY lexical, {rowid} DESC LIMIT ?",
+             ORDER BY {order} LIMIT ?",
             revisions = self.revisions,
             entity_join = self.entity_join,
             clauses = self.clauses,

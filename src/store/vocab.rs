@@ -19,6 +19,7 @@ use super::Store;
 use super::artifact::{self, is_indexable_media_type};
 use super::error::StoreResult;
 use crate::blob::Digest;
+use crate::retrieval::corpus::CorpusStats;
 use crate::retrieval::text::folded_words;
 use crate::retrieval::vocabulary::Vocabulary;
 use crate::store::StoreError;
@@ -215,16 +216,50 @@ fn add_revisions(
     artifact_seq: i64,
     claim_seq: i64,
 ) -> StoreResult<()> {
+    add_revisions_in(store, conn, vocabulary, artifact_seq, claim_seq, None).map(|_| ())
+}
+
+/// [`add_revisions`], limited to the entities of `workspaces` (a JSON array) when given.
+/// Returns the number of indexed words added (each occurrence counts).
+fn add_revisions_in(
+    store: &Store,
+    conn: Db<'_>,
+    vocabulary: &mut Vocabulary,
+    artifact_seq: i64,
+    claim_seq: i64,
+    workspaces: Option<&str>,
+) -> StoreResult<u64> {
     let mut added = 0u64;
+    let mut tokens = 0u64;
+    let (artifact_scope, claim_scope) = match workspaces {
+        None => (String::new(), String::new()),
+        Some(_) => {
+            let set = conn.pick(
+                "SELECT value FROM json_each(?2)",
+                "SELECT value FROM jsonb_array_elements_text(CAST(CAST(?2 AS text) AS jsonb))",
+            );
+            (
+                format!(" AND artifact_id IN (SELECT id FROM artifacts WHERE workspace_id IN ({set}))"),
+                format!(" AND claim_id IN (SELECT id FROM claims WHERE workspace_id IN ({set}))"),
+            )
+        }
+    };
+    let set = workspaces.unwrap_or_default().to_owned();
+    let artifact_params: Vec<&dyn super::db::Param> = match workspaces {
+        None => vec![&artifact_seq],
+        Some(_) => vec![&artifact_seq, &set],
+    };
     let revisions = conn.query_all(
-        "SELECT seq, id, title, media_type, body_indexed, blob_hash, blob_size, inline_blob, inline_encoding
-         FROM artifact_revisions WHERE seq > ?1 ORDER BY seq",
-        &[&artifact_seq],
+        &format!(
+            "SELECT seq, id, title, media_type, body_indexed, blob_hash, blob_size, inline_blob, inline_encoding
+             FROM artifact_revisions WHERE seq > ?1{artifact_scope} ORDER BY seq"
+        ),
+        &artifact_params,
         |row| {
             let revision: String = row.get(1)?;
             let title: String = row.get(2)?;
             let media_type: String = row.get(3)?;
-            let mut terms: HashSet<String> = folded_words(&title).into_iter().collect();
+            let mut words = folded_words(&title);
             if row.get::<bool>(4)? && is_indexable_media_type(&media_type) {
                 let hash: String = row.get(5)?;
                 let size = row.get::<i64>(6)?.max(0) as u64;
@@ -234,29 +269,114 @@ fn add_revisions(
                     Some(stored) => artifact::read_inline(&digest, size, &stored, row.get(8)?)?,
                     None => store.blob_source().get_blob(&digest, size)?,
                 };
-                terms.extend(folded_words(&String::from_utf8_lossy(&bytes)));
+                words.extend(folded_words(&String::from_utf8_lossy(&bytes)));
             }
-            Ok(terms)
+            let count = words.len() as u64;
+            Ok((words.into_iter().collect::<HashSet<String>>(), count))
         },
     )?;
-    for terms in revisions {
+    for (terms, count) in revisions {
         for term in terms {
             vocabulary.add_term(&term, 1);
         }
+        tokens += count;
         added += 1;
     }
+    let claim_params: Vec<&dyn super::db::Param> = match workspaces {
+        None => vec![&claim_seq],
+        Some(_) => vec![&claim_seq, &set],
+    };
     let statements = conn.query_all(
-        "SELECT statement FROM claim_revisions WHERE seq > ?1 ORDER BY seq",
-        &[&claim_seq],
+        &format!("SELECT statement FROM claim_revisions WHERE seq > ?1{claim_scope} ORDER BY seq"),
+        &claim_params,
         |row| row.get::<String>(0),
     )?;
     for statement in statements {
-        let terms: HashSet<String> = folded_words(&statement).into_iter().collect();
+        let words = folded_words(&statement);
+        tokens += words.len() as u64;
+        let terms: HashSet<String> = words.into_iter().collect();
         for term in terms {
             vocabulary.add_term(&term, 1);
         }
         added += 1;
     }
     vocabulary.add_rows(added);
-    Ok(())
+    Ok(tokens)
+}
+
+/// A vocabulary of some workspaces (see [`ScopedVocabularies`]) and where it was built.
+struct Scoped {
+    vocabulary: Vocabulary,
+    tokens: u64,
+    artifact_seq: i64,
+    claim_seq: i64,
+    purges: i64,
+}
+
+/// The vocabularies of the workspace sets restricted grants may read (issue 28, finding 2;
+/// see `retrieval::corpus`): built by tokenizing only those workspaces' revisions (as
+/// [`VocabularyCache`] does for new revisions), then kept current the same way, and rebuilt
+/// after a purge. One entry per distinct set of workspaces (one per configured credential).
+///
+/// **Invariant:** an entry holds nothing of a row outside its workspaces, so a plan and the
+/// statistics made from it cannot depend on another workspace.
+#[derive(Default)]
+pub struct ScopedVocabularies {
+    entries: Mutex<std::collections::HashMap<Vec<String>, Scoped>>,
+}
+
+impl std::fmt::Debug for ScopedVocabularies {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScopedVocabularies").finish_non_exhaustive()
+    }
+}
+
+impl ScopedVocabularies {
+    /// Runs `f` with the vocabulary and corpus statistics of `workspaces`, at least as new
+    /// as the snapshot `conn` reads.
+    pub fn with_current<T>(
+        &self,
+        store: &Store,
+        conn: Db<'_>,
+        workspaces: &[String],
+        f: impl FnOnce(&Vocabulary, CorpusStats) -> T,
+    ) -> StoreResult<T> {
+        let (artifact_seq, claim_seq, purges) = newest(conn)?;
+        let set = serde_json::Value::from(workspaces.to_vec()).to_string();
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let stale = entries.get(workspaces).is_none_or(|s| s.purges < purges);
+        if stale {
+            let mut vocabulary = Vocabulary::new();
+            let tokens = add_revisions_in(store, conn, &mut vocabulary, 0, 0, Some(&set))?;
+            entries.insert(
+                workspaces.to_vec(),
+                Scoped {
+                    vocabulary,
+                    tokens,
+                    artifact_seq,
+                    claim_seq,
+                    purges,
+                },
+            );
+        }
+        let scoped = entries.get_mut(workspaces).expect("inserted above");
+        if scoped.artifact_seq < artifact_seq || scoped.claim_seq < claim_seq {
+            let tokens = add_revisions_in(
+                store,
+                conn,
+                &mut scoped.vocabulary,
+                scoped.artifact_seq,
+                scoped.claim_seq,
+                Some(&set),
+            )?;
+            scoped.tokens += tokens;
+            scoped.artifact_seq = artifact_seq;
+            scoped.claim_seq = claim_seq;
+        }
+        let stats = CorpusStats {
+            rows: scoped.vocabulary.rows(),
+            tokens: scoped.tokens,
+        };
+        Ok(f(&scoped.vocabulary, stats))
+    }
 }

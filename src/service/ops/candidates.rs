@@ -10,6 +10,7 @@ use crate::store::Db;
 
 use super::search::{SearchRequest, Source};
 use crate::protocol::retrieval::{QualificationInfo, QueryAnalysis, QueryUnit, UnitMatchInfo};
+use crate::retrieval::corpus;
 use crate::retrieval::diversity::Fingerprint;
 use crate::retrieval::plan::{Plan, TextMatch};
 use crate::retrieval::qualify::{PolicyVersion, Qualification, qualify};
@@ -90,7 +91,13 @@ pub(super) fn gather(
     let Some(expr) = plan.qualifying_expr.as_deref() else {
         return Ok(gathered);
     };
-    let mut cap = (2 * want.max(1)).min(MAX_CANDIDATES);
+    // A restricted grant selects its newest matches and scores them over its own corpus
+    // (`retrieval::corpus`): examine as many as the bound allows at once.
+    let mut cap = if plan.corpus.is_some() {
+        MAX_CANDIDATES
+    } else {
+        (2 * want.max(1)).min(MAX_CANDIDATES)
+    };
     let mut seen = std::collections::HashSet::new();
     for round in 0..MAX_ROUNDS {
         let fetched = fetch(service, conn, request, plan, table, expr, cap, &mut seen)?;
@@ -161,6 +168,7 @@ fn fetch(
         include_historical: request.include_historical,
         now_db: &now_db,
         cap,
+        newest_first: plan.corpus.is_some(),
     };
     let mut examined = Vec::new();
     let count;
@@ -181,11 +189,13 @@ fn fetch(
                 if !seen.insert(candidate.row.seq) {
                     continue;
                 }
-                let matched = plan.match_words(&words(&candidate.row.statement));
+                let statement = words(&candidate.row.statement);
+                let matched = plan.match_words(&statement);
                 let qualification = qualify(&plan.units, &plan.policy, &matched);
+                let lexical_score = lexical_score(plan, candidate.bm25, &[(&matched.instances, 1.0)], statement.len());
                 examined.push(Examined {
                     source: Source::Claim(candidate.row),
-                    lexical_score: rank::lexical_score_from_bm25(candidate.bm25),
+                    lexical_score,
                     body: None,
                     matched,
                     qualification,
@@ -204,14 +214,19 @@ fn examine_artifact(
     row: crate::store::artifact::ArtifactRow,
     bm25: f64,
 ) -> StoreResult<Examined> {
-    let mut matched = plan.match_words(&words(&row.title));
-    matched.instances.clear();
+    let title_words = words(&row.title);
+    let mut matched = plan.match_words(&title_words);
+    let title_instances = std::mem::take(&mut matched.instances);
+    let mut length = title_words.len();
+    let mut body_instances = Vec::new();
     let body = if is_indexable_media_type(&row.media_type) {
         let bytes = row.read_content(service.store().blob_source())?;
         let exact_bytes = std::str::from_utf8(&bytes).is_ok();
         let text = String::from_utf8_lossy(&bytes).into_owned();
         let body_words: Vec<Word> = words(&text);
         let body_match = plan.match_words(&body_words);
+        length += body_words.len();
+        body_instances.clone_from(&body_match.instances);
         let mut instances: Vec<Instance> = body_match
             .instances
             .iter()
@@ -234,15 +249,46 @@ fn examine_artifact(
         None
     };
     let qualification = qualify(&plan.units, &plan.policy, &matched);
+    // FTS5's column weights of `artifact_fts(title, body)` (see `store::search`).
+    let lexical_score = lexical_score(plan, bm25, &[(&title_instances, 5.0), (&body_instances, 1.0)], length);
     Ok(Examined {
         source: Source::Artifact(row),
-        lexical_score: rank::lexical_score_from_bm25(bm25),
+        lexical_score,
         body,
         matched,
         qualification,
         demoted: None,
         collapsed: Vec::new(),
     })
+}
+
+/// One field of a candidate: its match instances `(unit, first word, word count)` and its
+/// FTS5 column weight.
+type Field<'a> = (&'a [(usize, usize, usize)], f64);
+
+/// A candidate's lexical score: FTS5's `bm25()` as fetched, or, for a plan made for a
+/// restricted grant, BM25 over the grant's own corpus (`retrieval::corpus`) from each
+/// unit's occurrences per field (`(instances, column weight)`) and the indexed word count.
+fn lexical_score(plan: &Plan, bm25: f64, fields: &[Field<'_>], length: usize) -> f64 {
+    let Some(stats) = &plan.corpus else {
+        return rank::lexical_score_from_bm25(bm25);
+    };
+    let mut frequency = vec![0.0; plan.units.len()];
+    for (instances, weight) in fields {
+        for &(unit, _, _) in instances.iter() {
+            if let Some(f) = frequency.get_mut(unit) {
+                *f += weight;
+            }
+        }
+    }
+    // A unit the vocabulary lacks (a correction, an identifier, a phrase) counts as rare.
+    let terms: Vec<(f64, u64)> = plan
+        .units
+        .iter()
+        .zip(frequency)
+        .map(|(unit, f)| (f, unit.expansion.df.max(1)))
+        .collect();
+    corpus::bm25(stats, &terms, length)
 }
 
 /// Applies the cross-hit rules to the qualified candidates of a request and orders them:

@@ -204,7 +204,25 @@ pub(super) fn annotate(service: &Service, op: Operation, mut output: Output) -> 
         return output;
     }
     let ids: Vec<String> = ids.into_iter().collect();
-    let Ok(mentions) = service.store().read_db(|db| tombstone::mentions(db, &ids)) else {
+    // Warnings name only entities the grant may see (an echoed query may hold any id).
+    let grant = service.grant();
+    let Ok(mentions) = service.store().read_db(|db| {
+        let mut mentions = tombstone::mentions(db, &ids)?;
+        if grant.is_restricted() {
+            let mut seen = Vec::with_capacity(mentions.len());
+            for mention in mentions {
+                let visible = match EntityType::parse(&mention.entity_type) {
+                    Some(entity_type) => grant.sees_entity(db, entity_type, &mention.entity_id)?,
+                    None => false,
+                };
+                if visible {
+                    seen.push(mention);
+                }
+            }
+            mentions = seen;
+        }
+        Ok(mentions)
+    }) else {
         return output;
     };
     if mentions.is_empty() {

@@ -10,6 +10,7 @@ use super::candidates;
 use super::search::{
     Kinds, RankedHit, SearchRequest, Source, artifact_citation, evidence_citation, excerpt_citation, labels,
 };
+use crate::protocol::Warning;
 use crate::protocol::claim::ClaimStatus;
 use crate::protocol::ids::{ArtifactId, ArtifactRevisionId, RelationId};
 use crate::protocol::limits;
@@ -22,6 +23,7 @@ use crate::retrieval::snippet::{SNIPPET_TOKENS, fitted_excerpt};
 use crate::retrieval::text::words;
 use crate::retrieval::{Plan, lossy_span, risk_signals};
 use crate::service::convert::evidence_locator;
+use crate::service::grant::{Grant, Reach};
 use crate::service::validate;
 use crate::service::{Call, Output, Service, ServiceError};
 use crate::store::claim::{self as store_claim, ClaimRow, EvidenceRef};
@@ -87,7 +89,8 @@ pub(super) fn recall(service: &Service, call: &Call, input: RecallInput) -> Resu
             Vec::new()
         };
         let query_analysis = candidates::query_analysis(&plan, claims.is_empty() && artifact_refs.is_empty(), near_misses.len());
-        Ok(RecallResult {
+        let warnings = std::mem::take(&mut previews.warnings);
+        let result = RecallResult {
             content_is_untrusted: true,
             query: input.query.clone(),
             searched_horizons: vec![horizon],
@@ -111,9 +114,13 @@ pub(super) fn recall(service: &Service, call: &Call, input: RecallInput) -> Resu
             ),
             query_analysis,
             near_misses,
-        })
+        };
+        Ok((result, warnings))
     })?;
-    Output::read(found)
+    let (found, warnings) = found;
+    let mut output = Output::read(found)?;
+    output.warnings.extend(warnings);
+    Ok(output)
 }
 
 /// Near misses recall reports when nothing qualified (`presence: "none"`).
@@ -227,7 +234,7 @@ fn evidence(conn: Db<'_>, row: &ClaimRow, previews: &mut Previews<'_>) -> StoreR
         .enumerate()
         .map(|(index, locator)| {
             let with_excerpt = index < limits::MAX_RECALL_EVIDENCE_EXCERPTS_PER_CLAIM;
-            previews.reference(conn, locator, with_excerpt)
+            previews.reference(conn, &row.claim_id, locator, with_excerpt)
         })
         .collect()
 }
@@ -241,6 +248,9 @@ struct Previews<'s> {
     plan: &'s Plan,
     max_excerpt: usize,
     cache: HashMap<PreviewKey, RecallEvidenceReference>,
+    /// One [`EVIDENCE_OUTSIDE_GRANT`](crate::service::grant::EVIDENCE_OUTSIDE_GRANT) warning
+    /// per claim and foreign locator.
+    warnings: Vec<Warning>,
 }
 
 impl<'s> Previews<'s> {
@@ -250,13 +260,15 @@ impl<'s> Previews<'s> {
             plan,
             max_excerpt,
             cache: HashMap::new(),
+            warnings: Vec::new(),
         }
     }
 
-    /// Resolves a locator without any scope check: evidence is an exact, global read.
+    /// Resolves a locator through the request's grant ([`Grant::evidence`]).
     fn reference(
         &mut self,
         conn: Db<'_>,
+        claim_id: &str,
         locator: &EvidenceRef,
         with_excerpt: bool,
     ) -> StoreResult<RecallEvidenceReference> {
@@ -270,12 +282,36 @@ impl<'s> Previews<'s> {
         if let Some(found) = self.cache.get(&key) {
             return Ok(found.clone());
         }
-        let artifact = store_claim::evidence_revision(conn, locator)?.ok_or_else(|| {
-            StoreError::Integrity(format!(
-                "evidence {} revision {} does not exist",
-                locator.artifact_id, locator.revision_id
-            ))
-        })?;
+        // The one grant-checked read of cited evidence: a revision outside the grant
+        // contributes its locator and a warning, nothing read from it.
+        let artifact = match self.service.grant().evidence(conn, locator)? {
+            Some(Reach::Visible(artifact)) => artifact,
+            Some(Reach::Outside) => {
+                let warning = Grant::evidence_outside_warning(claim_id, locator);
+                if !self.warnings.contains(&warning) {
+                    self.warnings.push(warning);
+                }
+                let locator_wire = evidence_locator(locator);
+                return Ok(RecallEvidenceReference {
+                    citation: evidence_citation(&locator_wire),
+                    artifact_id: locator.artifact_id.clone(),
+                    revision_id: locator.revision_id.clone(),
+                    start_byte: locator.start_byte,
+                    end_byte: locator.end_byte,
+                    title: String::new(),
+                    media_type: String::new(),
+                    excerpt: None,
+                    excerpt_truncated: false,
+                    excerpt_citation: None,
+                });
+            }
+            None => {
+                return Err(StoreError::Integrity(format!(
+                    "evidence {} revision {} does not exist",
+                    locator.artifact_id, locator.revision_id
+                )));
+            }
+        };
         let span = match (locator.start_byte, locator.end_byte) {
             (Some(start), Some(end)) if start < end && end <= artifact.size_bytes => Some((start, end)),
             (None, None) => None,

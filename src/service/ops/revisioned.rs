@@ -33,20 +33,30 @@ pub(super) fn get<E: Entity>(service: &Service, id: &str, revision_id: Option<&s
     if let Some(revision_id) = revision_id {
         validate::id("revision_id", revision_id)?;
     }
+    // The owner check comes before the purge check: a purged entity outside the grant is
+    // `SCOPE_VIOLATION`, never `NOT_FOUND` with its tombstone's details.
+    let grant = service.grant();
     let row = service
         .store()
         .read_db(|db| match revisioned::get::<E>(db, id, revision_id)? {
-            // A purged revision reads as `NOT_FOUND` with `details.state = "purged"`.
-            Some(row) if row.purged() => Err(crate::store::tombstone::purged_error_from(
-                db,
-                E::ENTITY.as_str(),
-                row.entity_id(),
-                Some(row.revision_id()),
-            )),
-            other => Ok(other),
-        })?
+            Some(row) => {
+                if let Err(refused) = grant.check_owner(E::ENTITY, id, row.owner()) {
+                    return Ok(Err(refused));
+                }
+                // A purged revision reads as `NOT_FOUND` with `details.state = "purged"`.
+                if row.purged() {
+                    return Err(crate::store::tombstone::purged_error_from(
+                        db,
+                        E::ENTITY.as_str(),
+                        row.entity_id(),
+                        Some(row.revision_id()),
+                    ));
+                }
+                Ok(Ok(Some(row)))
+            }
+            None => Ok(Ok(None)),
+        })??
         .ok_or_else(|| StoreError::NotFound(E::not_found(id, revision_id)))?;
-    service.grant().check_owner(E::ENTITY, id, row.owner())?;
     Ok(row)
 }
 

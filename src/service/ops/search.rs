@@ -12,6 +12,7 @@ use crate::protocol::retrieval::{
     ClaimHitProvenance, NearMiss, QueryAnalysis, SearchHit, SearchInput, SearchRanking, SearchResult,
 };
 use crate::protocol::{AmbientContext, Horizon, Label, limits};
+use crate::retrieval::corpus::CorpusStats;
 use crate::retrieval::rank::{self, EffectiveBasis, RankInput};
 use crate::retrieval::snippet::{SNIPPET_TOKENS, window_excerpt};
 use crate::retrieval::{Analysis, Plan, Vocabulary, analyze};
@@ -51,16 +52,27 @@ pub(super) fn search(service: &Service, call: &Call, input: SearchInput) -> Resu
 /// The one source of the term statistics a query is planned with: which terms exist (its
 /// expansions) and in how many of how many rows (the generic-by-frequency rule, and the
 /// unit weights of `qualified_units_v2`), counted over what `scope` may read as of `conn`'s
-/// snapshot. Today every grant counts over the whole store (the shared vocabulary cache);
-/// statistics limited to a restricted grant's workspaces belong here, and only here.
+/// snapshot. An unrestricted grant counts over the whole store (the shared vocabulary cache)
+/// and gets no corpus statistics (FTS5's own bm25 scores it); a restricted grant counts over
+/// its own workspaces only (`store::vocab::ScopedVocabularies`) and gets their
+/// [`CorpusStats`], which `retrieval::corpus` scores with, so nothing of another workspace
+/// moves a weight, an expansion, a correction or a score (issue 28).
 pub(super) fn term_statistics<T>(
     service: &Service,
     conn: Db<'_>,
     scope: &Grant,
-    f: impl FnOnce(&Vocabulary) -> T,
+    f: impl FnOnce(&Vocabulary, Option<CorpusStats>) -> T,
 ) -> StoreResult<T> {
-    let _ = scope;
-    service.vocabulary().with_current(service.store(), conn, f)
+    if let Some(workspaces) = scope.workspace_list() {
+        return service
+            .scoped_vocabularies()
+            .with_current(service.store(), conn, &workspaces, |vocabulary, stats| {
+                f(vocabulary, Some(stats))
+            });
+    }
+    service
+        .vocabulary()
+        .with_current(service.store(), conn, |vocabulary| f(vocabulary, None))
 }
 
 /// Static labels as wire labels.
@@ -132,8 +144,10 @@ impl SearchRequest {
 
     /// Plans the query against the store's vocabulary as of `conn`'s snapshot.
     pub fn plan(&self, service: &Service, conn: Db<'_>) -> StoreResult<Plan> {
-        term_statistics(service, conn, service.grant(), |vocabulary| {
-            Plan::with_policy(service.runtime().qualification, self.analysis.clone(), vocabulary)
+        term_statistics(service, conn, service.grant(), |vocabulary, corpus| {
+            let mut plan = Plan::with_policy(service.runtime().qualification, self.analysis.clone(), vocabulary);
+            plan.corpus = corpus;
+            plan
         })
     }
 

@@ -51,6 +51,24 @@ fn timeless(result: Option<Value>) -> Option<Value> {
     })
 }
 
+/// Every entity id in a result, sorted.
+fn ids(result: &Option<Value>) -> Vec<String> {
+    fn walk(value: &Value, out: &mut Vec<String>) {
+        match value {
+            Value::String(text) if text.starts_with("art_") || text.starts_with("clm_") => out.push(text.clone()),
+            Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
+            Value::Object(map) => map.values().for_each(|v| walk(v, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    if let Some(result) = result {
+        walk(result, &mut out);
+    }
+    out.sort();
+    out
+}
+
 #[test]
 fn a_restricted_view_serves_its_own_workspace_like_the_whole_service() {
     let f = fixture();
@@ -94,6 +112,12 @@ fn a_restricted_view_serves_its_own_workspace_like_the_whole_service() {
         let restricted = call(request.clone());
         let whole = f.call(request.clone());
         assert!(restricted.ok, "{request}: {restricted:?}");
+        if ["search", "memory.recall", "context.build"].contains(&request["op"].as_str().unwrap()) {
+            // A restricted grant's scores (and so their order) come from its own corpus
+            // (`retrieval::corpus`), not FTS5's whole-store `bm25()`: the same items, though.
+            assert_eq!(ids(&restricted.result), ids(&whole.result), "{request}");
+            continue;
+        }
         assert_eq!(timeless(restricted.result), timeless(whole.result), "{request}");
     }
 }

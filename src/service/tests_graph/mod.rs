@@ -3,6 +3,7 @@
 mod browse;
 mod conflict;
 mod grant;
+mod isolation;
 mod property;
 mod relation;
 mod scope;

@@ -482,10 +482,7 @@ fn a_postgresql_store_with_plain_tombstone_digests_migrates_to_keyed_ones() {
     let url = cluster.create_store_database();
     let database = url.split_once("@/").unwrap().1.split('?').next().unwrap().to_owned();
     let dir = tempfile::tempdir().unwrap();
-    let service = Service::new(
-        Store::open_postgres(&url, dir.path()).unwrap(),
-        Runtime::default(),
-    );
+    let service = Service::new(Store::open_postgres(&url, dir.path()).unwrap(), Runtime::default());
     let call = |op: &str, key: &str, input: serde_json::Value| {
         let response = service.handle_value(
             serde_json::json!({"v": 1, "request_id": "req_pg", "op": op, "idempotency_key": key, "input": input,
