@@ -367,13 +367,15 @@ fn an_injected_full_disk_fails_writes_clearly_keeps_reads_and_recovers_with_the_
 }
 
 #[test]
-#[allow(clippy::print_stderr)]
 fn a_full_tmpfs_data_dir_fails_writes_clearly_keeps_reads_and_recovers_with_the_same_keys() {
     let dir = tempfile::tempdir().unwrap();
     let mut tmpfs = match Tmpfs::mount(&dir.path().join("mnt"), 16 << 20) {
         Ok(tmpfs) => tmpfs,
         Err(error) => {
-            eprintln!("skipping the tmpfs full-disk test: cannot mount a tmpfs here ({error}); needs root");
+            memoree::testkit::parts::notice(
+                &memoree::testkit::parts::current_test(),
+                &format!("cannot mount a tmpfs here ({error}); the real full-disk test needs root"),
+            );
             return;
         }
     };
@@ -386,13 +388,15 @@ fn a_full_tmpfs_data_dir_fails_writes_clearly_keeps_reads_and_recovers_with_the_
 }
 
 #[test]
-#[allow(clippy::print_stderr)]
 fn a_daemon_killed_on_a_full_tmpfs_restarts_serves_reads_and_refuses_writes_until_space_is_freed() {
     let dir = tempfile::tempdir().unwrap();
     let mut tmpfs = match Tmpfs::mount(&dir.path().join("mnt"), 16 << 20) {
         Ok(tmpfs) => tmpfs,
         Err(error) => {
-            eprintln!("skipping the tmpfs restart-when-full test: cannot mount a tmpfs here ({error}); needs root");
+            memoree::testkit::parts::notice(
+                &memoree::testkit::parts::current_test(),
+                &format!("cannot mount a tmpfs here ({error}); the real restart-when-full test needs root"),
+            );
             return;
         }
     };

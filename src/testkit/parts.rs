@@ -107,6 +107,12 @@ pub fn skip(part: Part, test: &str, why: &str) {
     record(part, test);
 }
 
+/// Says visibly, past libtest's capture, that `test` skipped part of its work for a reason
+/// that is no missing part (not being root, say); never fails and records nothing.
+pub fn notice(test: &str, why: &str) {
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+}
+
 /// A file under `../shared` beside the repository, or `None` after [`skip`] when it is absent.
 pub fn shared_file(relative: &str, test: &str) -> Option<PathBuf> {
     let path = shared_dir().join(relative);
