@@ -372,7 +372,7 @@ impl GateResult {
 }
 
 /// Options of one LoCoMo run. New evaluation modes (a semantic model directory) add fields
-/// here and pass them to [`Options::open_service`].
+/// here and pass them to `Options::open_service`.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
     /// Draw a progress line on stderr (when it is a terminal).

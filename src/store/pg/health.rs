@@ -6,8 +6,8 @@
 //!   during an outage can still report the last known commit sequence.
 //! - [`Gate`] holds requests back until the store has connected and migrated once: a front end
 //!   started before its database answers every request with
-//!   [`StoreError::Unavailable`](crate::store::StoreError::Unavailable) (and `doctor` with the
-//!   outage) while [`start_loop`] retries with bounded backoff, logging each attempt.
+//!   [`StoreError::Unavailable`] (and `doctor` with the
+//!   outage) while `start_loop` retries with bounded backoff, logging each attempt.
 //! - [`Prober`] runs `doctor`'s statistics query on a thread of its own, one at a time, so a
 //!   `doctor` waits for the database at most a fixed budget whatever the server does (down,
 //!   restarting, or frozen mid-query).
