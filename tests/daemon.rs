@@ -331,9 +331,11 @@ fn autostart_starts_a_private_daemon_from_a_fresh_home_and_daemon_stop_stops_it(
     assert!(status.success(), "{running}");
     let pid = running["result"]["daemon_pid"].as_u64().unwrap();
     assert_eq!(running["result"]["running"], json!(true));
+    // /proc/PID/exe names the resolved file; the build directory may be reached through a
+    // symbolic link (CI's fresh-machine clone links its target/), so compare resolved paths.
     assert_eq!(
         std::fs::read_link(format!("/proc/{pid}/exe")).unwrap(),
-        std::path::Path::new(crate::support::DAEMON_BIN),
+        std::fs::canonicalize(crate::support::DAEMON_BIN).unwrap(),
         "autostart runs the slim daemon beside memoree"
     );
 
@@ -372,7 +374,10 @@ fn autostart_runs_memoree_serve_when_no_daemon_executable_sits_beside_memoree() 
     let (status, running) = home.run_cli(&["daemon", "status"]);
     assert!(status.success(), "{running}");
     let pid = running["result"]["daemon_pid"].as_u64().unwrap();
-    assert_eq!(std::fs::read_link(format!("/proc/{pid}/exe")).unwrap(), memoree);
+    assert_eq!(
+        std::fs::read_link(format!("/proc/{pid}/exe")).unwrap(),
+        std::fs::canonicalize(&memoree).unwrap()
+    );
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
     let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
     assert_eq!(args[1], b"serve");
