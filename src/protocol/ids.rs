@@ -6,12 +6,28 @@
 //! these types check nothing when they are deserialized. They keep the kinds apart in code
 //! (an artifact id cannot be passed where a claim id is expected) and `generate` is the one
 //! place fresh identifiers come from.
+//!
+//! **Invariant:** the ULIDs one process generates are strictly increasing, within a
+//! millisecond too (a monotonic generator), so an id order is the creation order. Ranking
+//! breaks score ties by entity id: two entities written in the same millisecond must not
+//! trade places from one run to the next.
 
 use std::borrow::Borrow;
 use std::fmt;
 use std::ops::Deref;
+use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
+
+/// The process's ULID source: each ULID is greater than the previous one.
+static GENERATOR: Mutex<ulid::Generator> = Mutex::new(ulid::Generator::new());
+
+/// A fresh ULID, greater than every ULID this process generated before. Should the random
+/// part ever overflow within one millisecond (after 2^80 ids), a plain random ULID is used.
+fn fresh_ulid() -> ulid::Ulid {
+    let mut generator = GENERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    generator.generate().unwrap_or_else(|_| ulid::Ulid::new())
+}
 
 macro_rules! id_type {
     ($(#[$meta:meta])* $name:ident, $prefix:literal) => {
@@ -24,9 +40,10 @@ macro_rules! id_type {
             /// The prefix of a generated identifier, without the `_`.
             pub const PREFIX: &'static str = $prefix;
 
-            /// A fresh identifier: the prefix, `_` and a new ULID.
+            /// A fresh identifier: the prefix, `_` and a new ULID, greater than every one
+            /// generated before in this process.
             pub fn generate() -> $name {
-                $name(format!("{}_{}", $prefix, ulid::Ulid::new()))
+                $name(format!("{}_{}", $prefix, fresh_ulid()))
             }
 
             /// Wraps an identifier as received or stored; nothing is checked.
@@ -190,6 +207,14 @@ mod tests {
         assert_ne!(ArtifactId::generate(), id);
         assert!(RequestId::generate().starts_with("req_"));
         assert!(ClaimRevisionId::generate().starts_with("crev_"));
+    }
+
+    #[test]
+    fn ids_generated_in_one_millisecond_still_sort_in_creation_order() {
+        let ids: Vec<ClaimId> = (0..2000).map(|_| ClaimId::generate()).collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids out of creation order");
+        let millis: std::collections::BTreeSet<&str> = ids.iter().map(|id| &id[4..14]).collect();
+        assert!(millis.len() < ids.len(), "no two ids shared a millisecond");
     }
 
     #[test]

@@ -294,7 +294,8 @@ fn lexical_score(plan: &Plan, bm25: f64, fields: &[Field<'_>], length: usize) ->
 /// Applies the cross-hit rules to the qualified candidates of a request and orders them:
 /// a candidate whose matched units were all corrected is demoted when another candidate
 /// matched a unit as written or inflected; the rest are ranked by lexical score (ties by
-/// entity id). Demoted candidates move to `unqualified`.
+/// entity id, which is creation order: see `protocol::ids`). Demoted candidates move to
+/// `unqualified`.
 pub(super) fn settle(qualified: &mut Vec<Examined>, unqualified: &mut Vec<Examined>) {
     let any_uncorrected = qualified.iter().any(|e| e.qualification.uncorrected_weight > 0.0);
     if any_uncorrected {
