@@ -211,7 +211,7 @@ fn eval_prints_a_locomo_report_as_json_or_a_table_and_its_gates_decide_the_exit_
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["benchmark"], "locomo");
     assert_eq!(report["answerable_questions"], 3);
-    assert_eq!(report["qualification_policy"], "qualified_units_v1");
+    assert_eq!(report["qualification_policy"], "qualified_units_v2");
     assert_eq!(report["unanswerable"]["asked"], 3);
 
     let output = home
@@ -220,14 +220,14 @@ fn eval_prints_a_locomo_report_as_json_or_a_table_and_its_gates_decide_the_exit_
             "--locomo",
             &fixture,
             "--qualification",
-            "v2",
+            "v1",
             "--gates",
             "lexical",
         ])
         .output()
         .unwrap();
     let table = String::from_utf8(output.stdout).unwrap();
-    assert!(table.starts_with("LoCoMo retrieval (qualified_units_v2)"), "{table}");
+    assert!(table.starts_with("LoCoMo retrieval (qualified_units_v1)"), "{table}");
     let gates: Vec<&str> = table.lines().filter(|l| l.starts_with("gate ")).collect();
     assert_eq!(gates.len(), 4, "{table}");
     let all_pass = gates.iter().all(|l| l.ends_with("pass"));

@@ -35,7 +35,7 @@ pub struct EvalArgs {
     #[arg(long, value_enum, requires = "locomo")]
     gates: Option<GateSet>,
     /// The qualification policy the throw-away stores answer with.
-    #[arg(long, value_enum, default_value = "v1")]
+    #[arg(long, value_enum, default_value = "v2")]
     qualification: Qualification,
     /// Print the report as JSON instead of a table.
     #[arg(long)]
@@ -45,9 +45,10 @@ pub struct EvalArgs {
 /// `--qualification`: the policies of `retrieval::qualify`.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Qualification {
-    /// `qualified_units_v1`, what the service answers with.
+    /// `qualified_units_v1`: fixed unit weights and a majority of units.
     V1,
-    /// `qualified_units_v2`: weights from the store's statistics.
+    /// `qualified_units_v2`, what the service answers with: weights from the store's
+    /// statistics.
     V2,
 }
 

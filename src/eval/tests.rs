@@ -124,11 +124,11 @@ fn the_retrieval_corpora_meet_the_same_gates_on_postgresql() {
 }
 
 #[test]
-fn qualified_units_v2_meets_both_corpora_gates_on_sqlite_and_postgresql() {
+fn qualified_units_v1_still_meets_both_corpora_gates_on_sqlite_and_postgresql() {
     for (name, dir) in [("v1", corpus_dir()), ("v2", v2_dir())] {
-        let sqlite = run_in_process_with(&dir, PolicyVersion::V2).unwrap();
+        let sqlite = run_in_process_with(&dir, PolicyVersion::V1).unwrap();
         // Without PostgreSQL (a visible skip) only the embedded store is checked.
-        let postgres = run_on_postgres_with(&dir, PolicyVersion::V2);
+        let postgres = run_on_postgres_with(&dir, PolicyVersion::V1);
         let reports = [("SQLite", Some(&sqlite)), ("PostgreSQL", postgres.as_ref())];
         for (backend, report) in reports.into_iter().filter_map(|(b, r)| Some((b, r?))) {
             assert_eq!(report.false_answers, 0, "{name} on {backend}:\n{}", summary(report));
@@ -138,7 +138,7 @@ fn qualified_units_v2_meets_both_corpora_gates_on_sqlite_and_postgresql() {
                 "{name} on {backend}:\n{}",
                 summary(report)
             );
-            assert!(report.passed, "{name} under v2 on {backend}:\n{}", summary(report));
+            assert!(report.passed, "{name} under v1 on {backend}:\n{}", summary(report));
         }
     }
 }

@@ -7,6 +7,7 @@ pub mod analyze;
 pub mod corpus;
 pub mod diversity;
 pub mod lexicon;
+pub mod passage;
 pub mod plan;
 pub mod qualify;
 pub mod query;

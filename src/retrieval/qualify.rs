@@ -1,8 +1,8 @@
 //! Qualification: whether a candidate matched enough of the query to count as an answer.
 //! Every hit discloses the outcome and the policy (`ranking.qualification`). The service
-//! answers with `qualified_units_v1` (a unit weighs 2 when distinctive, 0.5 when generic, 1
-//! otherwise; `⌊n/2⌋ + 1` is required); `qualified_units_v2`, measured with `memoree eval
-//! --qualification v2`, differs in the first two rules below:
+//! answers with `qualified_units_v2`; `qualified_units_v1` (a unit weighs 2 when distinctive,
+//! 0.5 when generic, 1 otherwise; `⌊n/2⌋ + 1` is required), kept for comparison with
+//! `memoree eval --qualification v1`, differs in the first two rules below:
 //!
 //! - A unit weighs what it tells apart in this store: its inverse document frequency
 //!   ([`information`], BM25's `ln(1 + (N - df + 0.5) / (df + 0.5))` over the `N` indexed
@@ -14,7 +14,7 @@
 //!   form included: `went` for `go`) or correction weighs the same.
 //! - The requirement is a share of the query's total information, [`REQUIRED_SHARE`], and
 //!   a majority of the units (`⌊n/2⌋ + 1`, a distinctive unit counting as two and a word of
-//!   the generic list as a half, as in v1);
+//!   the generic list as a half, capped like v1's requirement at what all units count);
 //!   a query of stop words only needs all of them.
 //! - A question (a question word or a trailing `?`) qualifies a hit only through at least
 //!   two matched units or one distinctive unit (an identifier, a quoted phrase, a number
@@ -38,11 +38,11 @@ use super::vocabulary::{Expansion, MatchKind};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum PolicyVersion {
     /// Every non-generic word weighs 1, identifiers 2, generic words 0.5; a majority of
-    /// units is required. What the service answers with.
-    #[default]
+    /// units is required. Kept for comparison (`memoree eval --qualification v1`).
     V1,
     /// Weights from the store's own statistics; a share of the query's information is
-    /// required (`memoree eval --qualification v2`).
+    /// required. What the service answers with.
+    #[default]
     V2,
 }
 
@@ -56,7 +56,7 @@ impl PolicyVersion {
 }
 
 /// The default qualification policy's version.
-pub const POLICY_VERSION: &str = "qualified_units_v1";
+pub const POLICY_VERSION: &str = "qualified_units_v2";
 
 /// The share of the query's total information a hit must match.
 pub const REQUIRED_SHARE: f64 = 0.45;
@@ -221,23 +221,26 @@ pub fn qualify(units: &[PlannedUnit], policy: &Policy, matched: &TextMatch) -> Q
         }
     }
     // v2: a majority of the units too, counted as v1 counts them: a distinctive unit as two,
-    // a word of the generic list (which names no topic) as a half.
+    // a word of the generic list (which names no topic) as a half; like v1's requirement,
+    // capped at what all the units count together (a lone generic keyword asks for itself).
     let by_count = policy.version == PolicyVersion::V1 || {
+        let count_of = |u: &PlannedUnit| {
+            if u.weight.distinctive {
+                2.0
+            } else if u.unit.generic {
+                0.5
+            } else {
+                1.0
+            }
+        };
         let counted: f64 = units
             .iter()
             .zip(&matched.units)
             .filter(|(_, found)| found.is_some())
-            .map(|(u, _)| {
-                if u.weight.distinctive {
-                    2.0
-                } else if u.unit.generic {
-                    0.5
-                } else {
-                    1.0
-                }
-            })
+            .map(|(u, _)| count_of(u))
             .sum();
-        counted + 1e-9 >= (units.len() / 2 + 1) as f64
+        let countable: f64 = units.iter().map(count_of).sum();
+        counted + 1e-9 >= ((units.len() / 2 + 1) as f64).min(countable)
     };
     let enough = count > 0 && matched_weight + 1e-9 >= policy.required && by_count;
     let lone_generic = count == 1 && generic_count == 1 && units.len() > 1 && !policy.stop_words_only;
@@ -362,5 +365,6 @@ mod tests {
         assert_eq!(weights(&plan), [("melanie", 0.5), ("go", 1.0), ("museum", 1.0)]);
         assert_eq!(plan.policy.required, 2.0);
         assert_eq!(PolicyVersion::default().as_str(), POLICY_VERSION);
+        assert_eq!(PolicyVersion::default(), PolicyVersion::V2);
     }
 }

@@ -44,8 +44,8 @@ use crate::store::idempotency::IdempotencyKey;
 pub struct Runtime {
     /// The daemon's pid when served by `memoree serve`; `None` in process.
     pub daemon_pid: Option<u32>,
-    /// The qualification policy retrieval answers with (v1 unless an evaluation asks for
-    /// another).
+    /// The qualification policy retrieval answers with (`qualified_units_v2` unless an
+    /// evaluation asks for another).
     pub qualification: crate::retrieval::qualify::PolicyVersion,
 }
 

@@ -1,6 +1,6 @@
 use super::*;
 use crate::retrieval::analyze::analyze;
-use crate::retrieval::qualify::qualify;
+use crate::retrieval::qualify::{PolicyVersion, qualify};
 use crate::retrieval::text::words;
 
 fn vocabulary(terms: &[(&str, u32)], rows: u64) -> Vocabulary {
@@ -47,11 +47,16 @@ fn store_vocabulary() -> Vocabulary {
 #[test]
 fn one_shared_word_never_qualifies_a_multi_word_question() {
     let v = store_vocabulary();
-    let p = plan("Which vendor signs the release keys?", &v);
-    assert_eq!(p.policy.required, 3.0);
-    assert!(!qualifies(&p, "Release builds are tagged from main."));
-    assert!(!qualifies(&p, "The vendor contract renews in May."));
-    assert!(qualifies(&p, "The release keys are signed by the build vendor."));
+    let query = "Which vendor signs the release keys?";
+    let v1 = Plan::with_policy(PolicyVersion::V1, analyze(query).unwrap(), &v);
+    assert_eq!(v1.policy.required, 3.0);
+    let v2 = plan(query, &v);
+    assert_eq!(v2.policy.required, (v2.policy.total * 0.45 * 100.0).round() / 100.0);
+    for p in [v1, v2] {
+        assert!(!qualifies(&p, "Release builds are tagged from main."));
+        assert!(!qualifies(&p, "The vendor contract renews in May."));
+        assert!(qualifies(&p, "The release keys are signed by the build vendor."));
+    }
 }
 
 #[test]

@@ -19,7 +19,7 @@ use crate::protocol::retrieval::{
     RecallPresence, RecallResult, SearchInput,
 };
 use crate::retrieval::diversity;
-use crate::retrieval::snippet::{SNIPPET_TOKENS, fitted_excerpt};
+use crate::retrieval::snippet::{Excerpt, SNIPPET_TOKENS, fitted_excerpt, truncate_to_char_boundary};
 use crate::retrieval::text::words;
 use crate::retrieval::{Plan, lossy_span, risk_signals};
 use crate::service::convert::evidence_locator;
@@ -380,7 +380,7 @@ fn artifact_ref(hit: &RankedHit, scores: &[usize], max_excerpt: usize) -> Recall
     let wire = &hit.wire;
     let (excerpt, excerpt_truncated, excerpt_citation) = match &hit.body {
         Some(body) if wire.excerpt.len() > max_excerpt => {
-            let (fitted, truncated) = fitted_excerpt(
+            let (mut fitted, truncated) = fitted_excerpt(
                 &body.text,
                 &body.spans,
                 &body.instances,
@@ -388,6 +388,19 @@ fn artifact_ref(hit: &RankedHit, scores: &[usize], max_excerpt: usize) -> Recall
                 SNIPPET_TOKENS,
                 max_excerpt,
             );
+            // A shrunk window that left the cited passage becomes the plain head of the
+            // search window, which the passage holds.
+            if let Some(passage) = hit.passage
+                && (fitted.start < passage.cited.0 || fitted.end > passage.cited.1)
+            {
+                let (start, end) = passage.window;
+                let shown = truncate_to_char_boundary(&body.text[start..end], max_excerpt);
+                fitted = Excerpt {
+                    text: shown.to_owned(),
+                    start,
+                    end: start + shown.len(),
+                };
+            }
             let citation = match &hit.source {
                 Source::Artifact(row) => excerpt_citation(row, body, fitted.start, fitted.end),
                 Source::Claim(_) => None,
@@ -399,7 +412,7 @@ fn artifact_ref(hit: &RankedHit, scores: &[usize], max_excerpt: usize) -> Recall
     RecallArtifactReference {
         artifact_id: wire.entity_id.as_str().into(),
         revision_id: wire.revision_id.as_str().into(),
-        citation: artifact_citation(&wire.entity_id, &wire.revision_id),
+        citation: wire.citation.clone(),
         title: wire.title.clone(),
         status: wire.status,
         excerpt,

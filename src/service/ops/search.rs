@@ -13,6 +13,7 @@ use crate::protocol::retrieval::{
 };
 use crate::protocol::{AmbientContext, Horizon, Label, limits};
 use crate::retrieval::corpus::CorpusStats;
+use crate::retrieval::passage;
 use crate::retrieval::rank::{self, EffectiveBasis, RankInput};
 use crate::retrieval::snippet::{SNIPPET_TOKENS, window_excerpt};
 use crate::retrieval::{Analysis, Plan, Vocabulary, analyze};
@@ -300,15 +301,15 @@ impl SearchRequest {
     fn near_miss(&self, plan: &Plan, examined: &Examined) -> NearMiss {
         let (entity_type, entity_id, revision_id, citation, title, excerpt, excerpt_citation) = match &examined.source {
             Source::Artifact(row) => {
-                let (excerpt, excerpt_citation) = artifact_excerpt(plan, row, examined.body.as_ref());
+                let shown = artifact_excerpt(plan, row, examined.body.as_ref());
                 (
                     EntityType::Artifact,
                     row.artifact_id.to_string(),
                     row.revision_id.clone().into(),
-                    artifact_citation(&row.artifact_id, &row.revision_id),
+                    shown.citation,
                     row.title.clone(),
-                    excerpt,
-                    excerpt_citation,
+                    shown.excerpt,
+                    shown.excerpt_citation,
                 )
             }
             Source::Claim(row) => (
@@ -336,18 +337,20 @@ impl SearchRequest {
     fn build_hit(&self, plan: &Plan, judged: Judged, ranking: SearchRanking, score: f64) -> StoreResult<RankedHit> {
         let evaluated_at = timefmt::to_wire(&self.evaluated_at);
         let examined = judged.examined;
+        let mut passage = None;
         let wire = match &examined.source {
             Source::Artifact(row) => {
-                let (excerpt, excerpt_citation) = artifact_excerpt(plan, row, examined.body.as_ref());
+                let shown = artifact_excerpt(plan, row, examined.body.as_ref());
+                passage = shown.passage;
                 SearchHit {
                     entity_type: EntityType::Artifact,
                     entity_id: row.artifact_id.to_string(),
                     revision_id: row.revision_id.clone().into(),
                     status: row.status.into(),
                     title: row.title.clone(),
-                    excerpt,
-                    excerpt_citation,
-                    citation: artifact_citation(&row.artifact_id, &row.revision_id),
+                    excerpt: shown.excerpt,
+                    excerpt_citation: shown.excerpt_citation,
+                    citation: shown.citation,
                     context: owner_context(&row.owner),
                     score,
                     ranking,
@@ -390,6 +393,7 @@ impl SearchRequest {
             source: examined.source,
             temporal_state: judged.temporal,
             body: examined.body,
+            passage,
         })
     }
 }
@@ -425,6 +429,8 @@ pub(super) struct RankedHit {
     pub temporal_state: Option<&'static str>,
     /// Artifacts with a text body: the body and its match positions.
     pub body: Option<Body>,
+    /// A long artifact's cited passage (`retrieval::passage`); `None` when cited whole.
+    pub passage: Option<Passage>,
 }
 
 /// The final hits of one ranked search.
@@ -480,11 +486,37 @@ fn temporal_state(row: &ClaimRow, now_db: &str) -> &'static str {
     }
 }
 
-/// The match window of an artifact body and the exact bytes it shows (`""` and none when
-/// the body is not indexed as text or empty).
-pub(super) fn artifact_excerpt(plan: &Plan, row: &ArtifactRow, body: Option<&Body>) -> (String, Option<String>) {
+/// What an artifact hit shows and cites.
+pub(super) struct ArtifactExcerpt {
+    pub excerpt: String,
+    /// Exactly the bytes shown.
+    pub excerpt_citation: Option<String>,
+    /// The whole revision, or for a long text the passage the window lies in.
+    pub citation: String,
+    /// The passage cited and the window shown in it (long texts only).
+    pub passage: Option<Passage>,
+}
+
+/// A long artifact's cited passage and the search window inside it, as byte ranges.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Passage {
+    pub cited: (usize, usize),
+    pub window: (usize, usize),
+}
+
+/// The match window of an artifact body, the exact bytes it shows and the citation of the
+/// hit (`""`, no excerpt citation and the whole revision when the body is not indexed as
+/// text or empty). A text longer than `passage::WHOLE_CITATION_MAX_BYTES` whose bytes are
+/// valid UTF-8 is cited by the passage holding the window (`retrieval::passage`).
+pub(super) fn artifact_excerpt(plan: &Plan, row: &ArtifactRow, body: Option<&Body>) -> ArtifactExcerpt {
+    let whole = artifact_citation(&row.artifact_id, &row.revision_id);
     let Some(body) = body else {
-        return (String::new(), None);
+        return ArtifactExcerpt {
+            excerpt: String::new(),
+            excerpt_citation: None,
+            citation: whole,
+            passage: None,
+        };
     };
     let excerpt = window_excerpt(
         &body.text,
@@ -493,8 +525,36 @@ pub(super) fn artifact_excerpt(plan: &Plan, row: &ArtifactRow, body: Option<&Bod
         &plan.unit_scores(),
         SNIPPET_TOKENS,
     );
-    let citation = excerpt_citation(row, body, excerpt.start, excerpt.end);
-    (excerpt.text, citation)
+    let window = (excerpt.start, excerpt.end);
+    let passage = (body.exact_bytes && excerpt.start < excerpt.end)
+        .then(|| passage::passage(&body.text, window, matched_bytes(body, window)))
+        .flatten()
+        .map(|cited| Passage {
+            cited,
+            window: (excerpt.start, excerpt.end),
+        });
+    ArtifactExcerpt {
+        excerpt_citation: excerpt_citation(row, body, excerpt.start, excerpt.end),
+        citation: match passage {
+            Some(Passage {
+                cited: (start, end), ..
+            }) => format!("{whole}#{start}-{end}"),
+            None => whole,
+        },
+        excerpt: excerpt.text,
+        passage,
+    }
+}
+
+/// The bytes from the first to the last match instance inside `window`, or the window when
+/// it shows none.
+fn matched_bytes(body: &Body, (from, to): (usize, usize)) -> (usize, usize) {
+    let inside = body.instances.iter().filter_map(|instance| {
+        let first = body.spans.get(instance.position)?;
+        let last = body.spans.get(instance.position + instance.len.max(1) - 1)?;
+        (first.0 >= from && last.1 <= to).then_some((first.0, last.1))
+    });
+    inside.reduce(|a, b| (a.0.min(b.0), a.1.max(b.1))).unwrap_or((from, to))
 }
 
 /// `memoree://artifact/<artifact>@<revision>#<start>-<end>` for a non-empty range of a body

@@ -63,9 +63,19 @@ fn search_hits_are_qualified_and_near_misses_are_never_hits() {
     assert!(!field(&result["near_misses"], "entity_id").contains(&both["artifact_id"]));
     assert_eq!(result["truncated"], false);
     let qualification = &result["hits"][0]["ranking"]["qualification"];
-    assert_eq!(qualification["policy_version"], "qualified_units_v1");
-    assert_eq!(qualification["required_weight"], 2.0);
-    assert_eq!(qualification["matched_weight"], 3.0);
+    assert_eq!(qualification["policy_version"], "qualified_units_v2");
+    // Every unit matched: the matched weight is the query's whole information, and 45% of it
+    // is required.
+    let weights: f64 = qualification["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|unit| unit["weight"].as_f64().unwrap())
+        .sum();
+    let matched = qualification["matched_weight"].as_f64().unwrap();
+    assert!((matched - weights).abs() < 0.02, "{qualification:#}");
+    let required = qualification["required_weight"].as_f64().unwrap();
+    assert!((required - matched * 0.45).abs() < 0.02, "{qualification:#}");
     assert_eq!(
         field(&qualification["matched"], "how"),
         [json!("exact"), json!("exact"), json!("exact")]
@@ -79,8 +89,11 @@ fn search_hits_are_qualified_and_near_misses_are_never_hits() {
     expected.sort_by_key(|v| v.as_str().unwrap().to_owned());
     assert_eq!(misses, expected);
     for miss in none["near_misses"].as_array().unwrap() {
-        assert_eq!(miss["qualification"]["qualified"], false);
-        assert_eq!(miss["qualification"]["matched_weight"], 2.0);
+        let qualification = &miss["qualification"];
+        assert_eq!(qualification["qualified"], false);
+        assert_eq!(qualification["matched"].as_array().unwrap().len(), 2, "{miss:#}");
+        let (matched, required) = (&qualification["matched_weight"], &qualification["required_weight"]);
+        assert!(matched.as_f64() < required.as_f64(), "{miss:#}");
     }
 }
 
@@ -134,9 +147,12 @@ fn a_deep_match_gets_its_window_and_an_exact_excerpt_citation() {
         hit["excerpt"]
     );
     let citation = hit["excerpt_citation"].as_str().unwrap();
-    assert!(citation.starts_with(hit["citation"].as_str().unwrap()));
     let (start, end) = span(citation);
     assert!(start > 50_000, "the window is deep inside, not the head: {start}");
+    // A text this long is cited by the passage around the window, not as a whole.
+    let (passage_start, passage_end) = span(hit["citation"].as_str().unwrap());
+    assert!(passage_start <= start && end <= passage_end, "{hit:#}");
+    assert!(passage_end - passage_start <= 4096);
     assert!(excerpt_round_trips(
         hit["excerpt"].as_str().unwrap(),
         &bytes,
@@ -153,6 +169,62 @@ fn a_deep_match_gets_its_window_and_an_exact_excerpt_citation() {
     assert!(excerpt.len() <= 60 && excerpt.contains("replay"), "{excerpt:?}");
     let (start, end) = span(reference["excerpt_citation"].as_str().unwrap());
     assert!(excerpt_round_trips(excerpt, &bytes, start, end));
+    assert_eq!(reference["citation"], hit["citation"]);
+    assert!(passage_start <= start && end <= passage_end, "{reference:#}");
+}
+
+#[test]
+fn a_long_artifact_is_cited_by_the_paragraph_that_matched_and_a_short_one_whole() {
+    let f = fixture();
+    let filler = "Routine operations are reviewed every quarter by the owning team.\n".repeat(40);
+    let paragraph = "The billing exporter is deployed from the ops runbook.\nIts signing key rotates every month.";
+    let text = format!("{filler}\n{paragraph}\n\n{filler}");
+    assert!(text.len() > 4096);
+    let long = f.put(&main_ctx(), "runbook", "Operations runbook", &text);
+    let short = f.put(
+        &main_ctx(),
+        "note",
+        "Exporter note",
+        "The billing exporter signing key is in the vault.",
+    );
+    let query = json!({"query": "billing exporter signing key"});
+    let result = f.search(&main_ctx(), query.clone());
+    let long_hit = hit(&result, &long["artifact_id"]).expect("the runbook is a hit");
+    // The paragraph that matched, and what of the next one the window shows.
+    let (start, end) = span(long_hit["citation"].as_str().unwrap());
+    let (shown_start, shown_end) = span(long_hit["excerpt_citation"].as_str().unwrap());
+    assert_eq!(start, text.find(paragraph).unwrap(), "{long_hit:#}");
+    assert_eq!(end, shown_end.max(start + paragraph.len()), "{long_hit:#}");
+    assert!(start <= shown_start, "{long_hit:#}");
+    let short_hit = hit(&result, &short["artifact_id"]).expect("the note is a hit");
+    assert_eq!(
+        short_hit["citation"].as_str().unwrap(),
+        format!(
+            "memoree://artifact/{}@{}",
+            short["artifact_id"].as_str().unwrap(),
+            short["revision_id"].as_str().unwrap()
+        )
+    );
+    // Recall and context.build cite what search cites.
+    let recall = f.recall(&main_ctx(), query.clone());
+    let reference = recall["artifact_refs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["artifact_id"] == long["artifact_id"])
+        .expect("the runbook is referenced");
+    assert_eq!(reference["citation"], long_hit["citation"]);
+    let bundle = f.build(
+        &main_ctx(),
+        json!({"query": "billing exporter signing key", "max_bytes": 8000}),
+    );
+    let item = bundle["manifest"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["entity_id"] == long["artifact_id"])
+        .expect("the runbook is in the bundle");
+    assert_eq!(item["citation"], long_hit["citation"]);
 }
 
 #[test]
