@@ -442,10 +442,11 @@ fn advice(plan: &Plan, near_misses: usize) -> String {
             policy.required
         ),
         PolicyVersion::V2 => format!(
-            "Nothing matched enough of the query: a hit needs units of weight {} of the query's {} (each unit \
-             weighs what it tells apart in this store: rare words, names and identifiers much, common words \
-             little, words memory never saw the most).",
-            policy.required, policy.total
+            "Nothing matched enough of the query: a hit needs units of weight {} of the query's {}, and most of \
+             its units (each unit weighs what it tells apart in this store: rare words, names and identifiers \
+             much, common words little, words memory never saw the most).",
+            policy.required,
+            (policy.total * 100.0).round() / 100.0
         ),
     };
     if near_misses > 0 {
