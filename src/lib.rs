@@ -12,6 +12,7 @@ pub mod eval;
 pub mod fault;
 pub mod frame;
 pub mod fsutil;
+pub mod import_tools;
 pub mod inspect;
 pub mod instructions;
 pub mod mcp;

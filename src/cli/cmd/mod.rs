@@ -10,6 +10,7 @@ pub(crate) mod graph;
 pub(crate) mod portable;
 pub(crate) mod remember;
 pub(crate) mod retrieval;
+pub(crate) mod switch;
 
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex};
@@ -17,6 +18,7 @@ use std::sync::{LazyLock, Mutex};
 use clap::builder::PossibleValue;
 use clap::{Args, ValueEnum};
 
+use crate::import_tools::{Format, MarkdownClaims};
 use crate::protocol::Horizon;
 use crate::protocol::claim::ClaimType;
 use crate::protocol::relation::{RelationDirection, RelationType};
@@ -49,7 +51,7 @@ macro_rules! wire_value_enum {
     };
 }
 
-wire_value_enum!(Horizon, ClaimType, RelationType, RelationDirection);
+wire_value_enum!(Horizon, ClaimType, RelationType, RelationDirection, Format, MarkdownClaims);
 
 /// `--horizon` and `--reason`, shared by every read that may broaden.
 #[derive(Clone, Debug, Args)]
