@@ -22,6 +22,7 @@ pub mod progress;
 pub mod protocol;
 pub mod retrieval;
 pub mod service;
+pub mod setup;
 pub mod store;
 pub mod sys;
 #[doc(hidden)]

@@ -101,6 +101,7 @@ pub enum Command {
         command: daemon_cmd::DaemonCommand,
     },
     Mcp(mcp::McpArgs),
+    Setup(cmd::setup::SetupArgs),
     Completions(cmd::switch::CompletionsArgs),
     Man(cmd::switch::ManArgs),
 }
@@ -245,6 +246,7 @@ pub(crate) fn dispatch(cli: Cli) -> Outcome {
         Command::Daemon { command } => Outcome::Exit(daemon_cmd::run(global, command)),
         Command::Inspect(args) => Outcome::Exit(inspect::run(&args, global)),
         Command::Mcp(args) => Outcome::Exit(mcp::run(&args, global)),
+        Command::Setup(args) => cmd::setup::run(args, global).into(),
         Command::Completions(args) => Outcome::Exit(cmd::switch::completions(&args)),
         Command::Man(args) => Outcome::Exit(cmd::switch::man(&args)),
     }

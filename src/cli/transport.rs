@@ -56,7 +56,9 @@ pub(crate) fn select_persistent(global: &GlobalArgs) -> Result<Box<dyn Transport
     let timeouts = ClientTimeouts::default();
     if let Some(text) = &global.endpoint {
         let endpoint = Endpoint::parse(text).map_err(|e| ClientError::Config(e.to_string()))?;
-        return Ok(Box::new(SocketClient::new(endpoint).with_timeouts(timeouts).keep_alive()));
+        return Ok(Box::new(
+            SocketClient::new(endpoint).with_timeouts(timeouts).keep_alive(),
+        ));
     }
     let paths = Paths::from_env().map_err(|e| ClientError::Config(e.to_string()))?;
     if global.no_autostart {

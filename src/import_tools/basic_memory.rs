@@ -23,7 +23,11 @@ pub fn read(path: &Path, source: &mut Source) {
     } else {
         files.push(path.to_path_buf());
     }
-    let root = if path.is_dir() { path } else { path.parent().unwrap_or(path) };
+    let root = if path.is_dir() {
+        path
+    } else {
+        path.parent().unwrap_or(path)
+    };
     for file in files {
         let name = file.display().to_string();
         let relative = file.strip_prefix(root).unwrap_or(&file).with_extension("");
@@ -70,7 +74,9 @@ fn note(file: &str, relative: &str, bytes: &[u8], source: &mut Source) {
         Ok(front) => front,
         Err(issue) => return source.issues.push(issue),
     };
-    let stem = Path::new(relative).file_name().map_or(relative.to_owned(), |n| n.to_string_lossy().into_owned());
+    let stem = Path::new(relative)
+        .file_name()
+        .map_or(relative.to_owned(), |n| n.to_string_lossy().into_owned());
     let title = front.str("title").map_or_else(|| stem.clone(), str::to_owned);
     let mut aliases = vec![title.clone(), stem, relative.to_owned()];
     if let Some(permalink) = front.str("permalink") {
@@ -147,7 +153,10 @@ mod tests {
         assert_eq!(item.claims[0].claim_type, ClaimType::Decision);
         assert_eq!(item.claims[0].statement, "Use BM25 with recency #search");
         let (s, e) = item.claims[0].span.unwrap();
-        assert_eq!(&note_text[s as usize..e as usize], "- [decision] Use BM25 with recency #search");
+        assert_eq!(
+            &note_text[s as usize..e as usize],
+            "- [decision] Use BM25 with recency #search"
+        );
         assert_eq!(item.claims[1].claim_type, ClaimType::Observation);
         assert_eq!(source.relations.len(), 2);
         assert_eq!(source.relations[0].to, "Search Spec");

@@ -129,7 +129,11 @@ pub fn run(
             .relation_types
             .insert(relation.relation_type.clone(), kebab.clone());
         let (Some(from), Some(to)) = (ids.get(relation.from.as_str()), ids.get(relation.to.as_str())) else {
-            let target = if ids.contains_key(relation.from.as_str()) { &relation.to } else { &relation.from };
+            let target = if ids.contains_key(relation.from.as_str()) {
+                &relation.to
+            } else {
+                &relation.from
+            };
             driver.result.skipped += 1;
             driver.result.unresolved.push(UnresolvedTarget {
                 file: relation.file.clone(),
@@ -275,7 +279,9 @@ impl Driver<'_> {
                     claims: item.claims.len() as u64,
                 });
             }
-            return Ok(known.map(|k| k.artifact_id.clone()).or_else(|| Some(ArtifactId::from(item.key.clone()))));
+            return Ok(known
+                .map(|k| k.artifact_id.clone())
+                .or_else(|| Some(ArtifactId::from(item.key.clone()))));
         }
         let (artifact_id, revision_id, fresh) = match known {
             None => {
@@ -369,7 +375,9 @@ impl Driver<'_> {
         context: &AmbientContext,
     ) -> Result<(), Failed> {
         let ours = |claim: &ClaimRecord| {
-            claim.evidence.len() == 1 && claim.evidence[0].artifact_id == *artifact_id && claim.actor == self.options.actor
+            claim.evidence.len() == 1
+                && claim.evidence[0].artifact_id == *artifact_id
+                && claim.actor == self.options.actor
         };
         for spec in &item.claims {
             let evidence = vec![EvidenceLocator {
@@ -399,7 +407,12 @@ impl Driver<'_> {
                 None => {
                     let idempotency = key(
                         "clm",
-                        &[&item.key, revision_id.as_ref(), spec.claim_type.as_str(), &spec.statement],
+                        &[
+                            &item.key,
+                            revision_id.as_ref(),
+                            spec.claim_type.as_str(),
+                            &spec.statement,
+                        ],
                     );
                     let input = ClaimAssertInput {
                         claim_type: spec.claim_type,
@@ -419,7 +432,10 @@ impl Driver<'_> {
                 }
             }
         }
-        for claim in existing.iter().filter(|c| ours(c) && c.evidence[0].revision_id != *revision_id) {
+        for claim in existing
+            .iter()
+            .filter(|c| ours(c) && c.evidence[0].revision_id != *revision_id)
+        {
             let input = ClaimRetractInput {
                 claim_id: claim.claim_id.clone(),
                 reason: format!("no longer in {}", item.file),

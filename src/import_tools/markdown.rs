@@ -26,7 +26,11 @@ pub fn read(path: &Path, options: &ReadOptions, source: &mut Source) {
     } else {
         files.push(path.to_path_buf());
     }
-    let root = if path.is_dir() { path } else { path.parent().unwrap_or(path) };
+    let root = if path.is_dir() {
+        path
+    } else {
+        path.parent().unwrap_or(path)
+    };
     for file in files {
         let name = file.display().to_string();
         let bytes = match std::fs::read(&file) {
@@ -199,7 +203,11 @@ mod tests {
         let statements: Vec<_> = item.claims.iter().map(|c| c.statement.as_str()).collect();
         assert_eq!(
             statements,
-            ["Name tests as sentences.", "Never sleep in a test", "Write them by hand"]
+            [
+                "Name tests as sentences.",
+                "Never sleep in a test",
+                "Write them by hand"
+            ]
         );
         for claim in &item.claims {
             let (s, e) = claim.span.unwrap();

@@ -42,7 +42,9 @@ pub fn read(file: &str, bytes: &[u8], source: &mut Source) {
         let line = match std::str::from_utf8(raw) {
             Ok(line) => line,
             Err(e) => {
-                source.issues.push(issue(format!("invalid UTF-8 at column {}", e.valid_up_to() + 1)));
+                source
+                    .issues
+                    .push(issue(format!("invalid UTF-8 at column {}", e.valid_up_to() + 1)));
                 continue;
             }
         };

@@ -20,7 +20,11 @@ pub fn read(file: &str, bytes: &[u8], options: &ReadOptions, source: &mut Source
     };
     let document: Value = match serde_json::from_str(text) {
         Ok(value) => value,
-        Err(e) => return source.issues.push(Issue::at(file, Some(e.line() as u64), format!("bad JSON: {e}"))),
+        Err(e) => {
+            return source
+                .issues
+                .push(Issue::at(file, Some(e.line() as u64), format!("bad JSON: {e}")));
+        }
     };
     let (memories, nested) = match document {
         Value::Array(items) => (items, false),
@@ -43,9 +47,11 @@ pub fn read(file: &str, bytes: &[u8], options: &ReadOptions, source: &mut Source
         let line = starts.get(index).copied().unwrap_or(1);
         match item(file, line, memory, options) {
             Ok(item) => source.items.push(item),
-            Err(message) => source
-                .issues
-                .push(Issue::at(file, Some(line), format!("memory #{}: {message}", index + 1))),
+            Err(message) => {
+                source
+                    .issues
+                    .push(Issue::at(file, Some(line), format!("memory #{}: {message}", index + 1)))
+            }
         }
     }
 }

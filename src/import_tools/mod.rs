@@ -121,9 +121,11 @@ pub fn read(format: Format, paths: &[PathBuf], options: &ReadOptions) -> Source 
     for path in paths {
         let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
         if !path.exists() {
-            source
-                .issues
-                .push(Issue::at(&path.display().to_string(), None, "no such file or directory"));
+            source.issues.push(Issue::at(
+                &path.display().to_string(),
+                None,
+                "no such file or directory",
+            ));
             continue;
         }
         match format {

@@ -34,7 +34,9 @@ pub(crate) fn lines(text: &str) -> impl Iterator<Item = Line<'_>> {
     let mut start = 0;
     text.split_inclusive('\n').zip(1..).map(move |(raw, number)| {
         let line = Line {
-            text: raw.strip_suffix('\n').map_or(raw, |t| t.strip_suffix('\r').unwrap_or(t)),
+            text: raw
+                .strip_suffix('\n')
+                .map_or(raw, |t| t.strip_suffix('\r').unwrap_or(t)),
             number,
             start,
         };
@@ -98,7 +100,11 @@ fn parse_yaml(yaml: &str, file: &str) -> Result<Map<String, Value>, Issue> {
     match documents.into_iter().next().map(to_json) {
         None | Some(Value::Null) => Ok(Map::new()),
         Some(Value::Object(map)) => Ok(map),
-        Some(_) => Err(Issue::at(file, Some(2), "broken front matter: not a mapping of keys to values")),
+        Some(_) => Err(Issue::at(
+            file,
+            Some(2),
+            "broken front matter: not a mapping of keys to values",
+        )),
     }
 }
 

@@ -281,3 +281,31 @@ pub struct ForeignImportResult {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub preview: Vec<ImportPreview>,
 }
+
+/// `memoree setup HOST`: the host file written (or, with `--print`, only shown).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SetupResult {
+    pub host: String,
+    pub config_path: String,
+    /// `created`, `updated`, `unchanged` or `printed`.
+    pub action: String,
+    /// The server entry alone, as the file spells it.
+    pub snippet: String,
+    /// The absolute path of the binary the entry runs.
+    pub command: String,
+    pub args: Vec<String>,
+    /// The project marker `memoree init` wrote, when the project had none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init: Option<InitResult>,
+    /// The instructions file `--instructions` wrote, and whether it changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<SetupInstructions>,
+}
+
+/// The instructions block of `memoree setup --instructions`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SetupInstructions {
+    pub path: String,
+    /// `created`, `updated` or `unchanged`.
+    pub action: String,
+}

@@ -106,7 +106,10 @@ fn target(workspace: Option<String>, project: Option<String>) -> Result<(Ambient
         (Some(workspace), Some(project)) => Ok((AmbientContext::project(workspace, project), ContextSource::Explicit)),
         (None, Some(project)) => {
             let (ambient, _) = transport::resolve(Operation::ArtifactPut)?;
-            Ok((AmbientContext::project(ambient.workspace_id, project), ContextSource::Explicit))
+            Ok((
+                AmbientContext::project(ambient.workspace_id, project),
+                ContextSource::Explicit,
+            ))
         }
         _ => transport::resolve(Operation::ArtifactPut),
     }
@@ -114,9 +117,11 @@ fn target(workspace: Option<String>, project: Option<String>) -> Result<(Ambient
 
 /// Print a shell completion script on stdout.
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  memoree completions bash > ~/.local/share/bash-completion/completions/memoree\n  \
+#[command(
+    after_help = "Examples:\n  memoree completions bash > ~/.local/share/bash-completion/completions/memoree\n  \
                         memoree completions zsh > \"${fpath[1]}/_memoree\"\n  \
-                        memoree completions fish > ~/.config/fish/completions/memoree.fish")]
+                        memoree completions fish > ~/.config/fish/completions/memoree.fish"
+)]
 pub struct CompletionsArgs {
     #[arg(value_enum)]
     shell: Shell,
