@@ -19,10 +19,12 @@
 //! ends that item with an issue and the driver moves on; re-running completes it.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use serde_json::Value;
 
-use super::{Format, Issue, Item, Source, scope_for, text};
+use super::{Format, Issue, Item, RelationSpec, Source, scope_for, text};
 use crate::progress::Progress;
 use crate::protocol::artifact::{ArtifactContent, ArtifactPutInput, ArtifactReviseInput};
 use crate::protocol::browse::{ArtifactListInput, ClaimListInput};
@@ -56,8 +58,10 @@ struct Known {
     hash: String,
 }
 
-/// A failed item: the daemon's refusal, or no daemon at all (which ends the import).
-enum Failed {
+/// A failed request: the daemon's refusal (which ends an item, or the whole import when
+/// listing what exists fails), or no daemon at all (which ends the import).
+#[derive(Debug)]
+pub enum Failed {
     Refused(ErrorBody),
     Client(ClientError),
 }
@@ -74,100 +78,167 @@ struct Driver<'a> {
     result: ForeignImportResult,
 }
 
-/// Imports `source`. Only a transport failure (no daemon) is an `Err`; everything the
-/// daemon refuses is an issue in the result.
+/// What every worker reads: artifacts and claims already in the store.
+#[derive(Default)]
+struct Index {
+    artifacts: HashMap<String, Known>,
+    claims: HashMap<ArtifactId, Vec<ClaimRecord>>,
+}
+
+/// Imports `source` over `transports` (one worker each, at least one). Only a transport
+/// failure (no daemon) is an `Err`; everything the daemon refuses is an issue in the result.
 pub fn run(
-    transport: &dyn Transport,
+    transports: &[Box<dyn Transport>],
     source: Source,
     options: &Options,
     progress: &mut Progress,
-) -> Result<ForeignImportResult, ClientError> {
-    let mut driver = Driver {
-        transport,
-        options,
-        result: ForeignImportResult {
-            format: options.format.to_string(),
-            dry_run: options.dry_run,
-            sources: options.sources.clone(),
-            context: options.context.clone(),
-            items: source.items.len() as u64,
-            artifacts: ImportCounts::default(),
-            claims: ImportCounts::default(),
-            relations: ImportCounts::default(),
-            skipped: source.issues.len() as u64,
-            issues: source.issues,
-            unresolved: Vec::new(),
-            relation_types: BTreeMap::new(),
-            preview: Vec::new(),
-        },
+) -> Result<ForeignImportResult, Failed> {
+    let empty = ForeignImportResult {
+        format: options.format.to_string(),
+        dry_run: options.dry_run,
+        sources: options.sources.clone(),
+        context: options.context.clone(),
+        items: 0,
+        artifacts: ImportCounts::default(),
+        claims: ImportCounts::default(),
+        relations: ImportCounts::default(),
+        skipped: 0,
+        issues: Vec::new(),
+        unresolved: Vec::new(),
+        relation_types: BTreeMap::new(),
+        preview: Vec::new(),
     };
-    let mut known = HashMap::new();
+    if transports.is_empty() {
+        return Err(Failed::Client(ClientError::Config(
+            "no transport to import over".to_owned(),
+        )));
+    }
+    let mut drivers: Vec<Driver<'_>> = transports
+        .iter()
+        .map(|transport| Driver {
+            transport: transport.as_ref(),
+            options,
+            result: empty.clone(),
+        })
+        .collect();
+    let mut index = Index::default();
     let mut scopes: Vec<Option<&str>> = source.items.iter().map(|i| i.project.as_deref()).collect();
     scopes.sort_unstable();
     scopes.dedup();
     for project in scopes {
-        driver.index(&scope_for(&options.context, project), &mut known)?;
+        drivers[0].index(&scope_for(&options.context, project), &mut index)?;
     }
-    let mut ids: HashMap<&str, ArtifactId> = HashMap::new();
-    for item in &source.items {
-        match driver.item(item, known.get(&item.key)) {
+    let ids: Vec<OnceLock<ArtifactId>> = source.items.iter().map(|_| OnceLock::new()).collect();
+    let progress = Mutex::new(progress);
+    parallel(&mut drivers, &source.items, |driver, position, item| {
+        let known = index.artifacts.get(&item.key);
+        match driver.item(item, known, &index) {
             Ok(Some(artifact_id)) => {
-                for alias in &item.aliases {
-                    ids.entry(alias.as_str()).or_insert_with(|| artifact_id.clone());
-                }
+                let _ = ids[position].set(artifact_id);
             }
             Ok(None) => {}
             Err(Failed::Client(error)) => return Err(error),
             Err(Failed::Refused(error)) => driver.skip(Issue::at(&item.file, Some(item.line), error.message)),
         }
-        progress.inc(1);
+        progress.lock().unwrap_or_else(|e| e.into_inner()).inc(1);
+        Ok(())
+    })?;
+    let mut by_alias: HashMap<&str, &ArtifactId> = HashMap::new();
+    for (item, id) in source.items.iter().zip(&ids) {
+        if let Some(id) = id.get() {
+            for alias in &item.aliases {
+                by_alias.entry(alias.as_str()).or_insert(id);
+            }
+        }
     }
+    let mut result = empty.clone();
+    let mut relations = Vec::new();
     for relation in &source.relations {
         let kebab = text::kebab(&relation.relation_type);
-        driver
-            .result
+        result
             .relation_types
             .insert(relation.relation_type.clone(), kebab.clone());
-        let (Some(from), Some(to)) = (ids.get(relation.from.as_str()), ids.get(relation.to.as_str())) else {
-            let target = if ids.contains_key(relation.from.as_str()) {
-                &relation.to
-            } else {
-                &relation.from
-            };
-            driver.result.skipped += 1;
-            driver.result.unresolved.push(UnresolvedTarget {
-                file: relation.file.clone(),
-                line: relation.line,
-                target: target.clone(),
-            });
-            continue;
-        };
-        let metadata = serde_json::json!({
-            "source_format": options.format.as_str(),
-            "relation_type": relation.relation_type,
-            "relation_type_kebab": kebab,
-        });
-        let input = RelationPutInput {
-            source_type: EntityType::Artifact,
-            source_id: from.to_string(),
-            relation: RelationType::References,
-            target_type: EntityType::Artifact,
-            target_id: to.to_string(),
-            metadata: metadata.as_object().cloned().unwrap_or_default(),
-        };
-        if options.dry_run {
-            driver.result.relations.created += 1;
-            continue;
-        }
-        let key = key("rel", &[from.as_ref(), to.as_ref(), &relation.relation_type]);
-        match driver.call(input, Some(key), &options.context) {
-            Ok(ack) if ack.created => driver.result.relations.created += 1,
-            Ok(_) => driver.result.relations.unchanged += 1,
-            Err(Failed::Client(error)) => return Err(error),
-            Err(Failed::Refused(error)) => driver.skip(Issue::at(&relation.file, Some(relation.line), error.message)),
+        match (by_alias.get(relation.from.as_str()), by_alias.get(relation.to.as_str())) {
+            (Some(from), Some(to)) => relations.push((relation, *from, *to, kebab)),
+            (from, _) => {
+                result.skipped += 1;
+                result.unresolved.push(UnresolvedTarget {
+                    file: relation.file.clone(),
+                    line: relation.line,
+                    target: if from.is_some() { &relation.to } else { &relation.from }.clone(),
+                });
+            }
         }
     }
-    Ok(driver.result)
+    parallel(&mut drivers, &relations, |driver, _, (relation, from, to, kebab)| {
+        driver.relation(relation, from, to, kebab)
+    })?;
+    result.items = source.items.len() as u64;
+    result.skipped += source.issues.len() as u64;
+    result.issues = source.issues;
+    for driver in drivers {
+        result.merge(driver.result);
+    }
+    result.issues.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+    result
+        .unresolved
+        .sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+    Ok(result)
+}
+
+/// Runs `job` on every element of `jobs`, one thread per driver, in any order. The first
+/// transport failure stops every worker and is returned.
+fn parallel<T: Sync>(
+    drivers: &mut [Driver<'_>],
+    jobs: &[T],
+    job: impl Fn(&mut Driver<'_>, usize, &T) -> Result<(), ClientError> + Sync,
+) -> Result<(), ClientError> {
+    let next = AtomicUsize::new(0);
+    let failed = Mutex::new(None);
+    let work = |driver: &mut Driver<'_>| {
+        loop {
+            let position = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = jobs.get(position) else { return };
+            if let Err(error) = job(driver, position, item) {
+                next.store(jobs.len(), Ordering::Relaxed);
+                failed.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(error);
+                return;
+            }
+        }
+    };
+    if drivers.len() == 1 || jobs.len() < 2 * drivers.len() {
+        work(&mut drivers[0]);
+    } else {
+        std::thread::scope(|scope| {
+            for driver in drivers.iter_mut() {
+                scope.spawn(|| work(driver));
+            }
+        });
+    }
+    match failed.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        Some(error) => Err(error),
+        None => Ok(()),
+    }
+}
+
+impl ForeignImportResult {
+    /// Adds a worker's counts and issues.
+    fn merge(&mut self, other: ForeignImportResult) {
+        for (mine, theirs) in [
+            (&mut self.artifacts, other.artifacts),
+            (&mut self.claims, other.claims),
+            (&mut self.relations, other.relations),
+        ] {
+            mine.created += theirs.created;
+            mine.revised += theirs.revised;
+            mine.unchanged += theirs.unchanged;
+            mine.retracted += theirs.retracted;
+        }
+        self.skipped += other.skipped;
+        self.issues.extend(other.issues);
+        self.preview.extend(other.preview);
+        self.preview.truncate(PREVIEW_ITEMS);
+    }
 }
 
 /// A deterministic idempotency key: `imp_<what>_` and 32 hex digits of the parts' digest.
@@ -191,6 +262,40 @@ fn content_hash(item: &Item) -> String {
 }
 
 impl Driver<'_> {
+    fn relation(
+        &mut self,
+        relation: &RelationSpec,
+        from: &ArtifactId,
+        to: &ArtifactId,
+        kebab: &str,
+    ) -> Result<(), ClientError> {
+        let metadata = serde_json::json!({
+            "source_format": self.options.format.as_str(),
+            "relation_type": relation.relation_type,
+            "relation_type_kebab": kebab,
+        });
+        let input = RelationPutInput {
+            source_type: EntityType::Artifact,
+            source_id: from.to_string(),
+            relation: RelationType::References,
+            target_type: EntityType::Artifact,
+            target_id: to.to_string(),
+            metadata: metadata.as_object().cloned().unwrap_or_default(),
+        };
+        if self.options.dry_run {
+            self.result.relations.created += 1;
+            return Ok(());
+        }
+        let key = key("rel", &[from.as_ref(), to.as_ref(), &relation.relation_type]);
+        match self.call(input, Some(key), &self.options.context) {
+            Ok(ack) if ack.created => self.result.relations.created += 1,
+            Ok(_) => self.result.relations.unchanged += 1,
+            Err(Failed::Client(error)) => return Err(error),
+            Err(Failed::Refused(error)) => self.skip(Issue::at(&relation.file, Some(relation.line), error.message)),
+        }
+        Ok(())
+    }
+
     fn skip(&mut self, issue: Issue) {
         self.result.skipped += 1;
         self.result.issues.push(issue);
@@ -214,9 +319,12 @@ impl Driver<'_> {
         }
     }
 
-    /// Indexes the imported artifacts of `context` by import key.
-    fn index(&self, context: &AmbientContext, known: &mut HashMap<String, Known>) -> Result<(), ClientError> {
+    /// Indexes the imported artifacts of `context` by import key and, when there are any,
+    /// the current claims of the scope by the artifacts they cite (one listing instead of
+    /// one per artifact).
+    fn index(&self, context: &AmbientContext, index: &mut Index) -> Result<(), Failed> {
         let mut before = None;
+        let mut found = false;
         loop {
             let input = ArtifactListInput {
                 horizon: Horizon::Ambient,
@@ -226,19 +334,49 @@ impl Driver<'_> {
                 limit: MAX_BROWSE_ITEMS as i64,
                 before_commit_seq: before,
             };
-            let page = match self.call(input, None, context) {
-                Ok(page) => page,
-                Err(Failed::Client(error)) => return Err(error),
-                Err(Failed::Refused(error)) => return Err(ClientError::Transport(error.message)),
-            };
+            let page = self.call(input, None, context)?;
             for artifact in page.artifacts {
                 let field = |name: &str| artifact.provenance.get(name).and_then(Value::as_str).map(str::to_owned);
                 if let (Some(key), Some(hash)) = (field("import_key"), field("content_blake3")) {
-                    known.entry(key).or_insert(Known {
+                    found = true;
+                    index.artifacts.entry(key).or_insert(Known {
                         artifact_id: artifact.artifact_id,
                         revision_id: artifact.revision_id,
                         hash,
                     });
+                }
+            }
+            match page.next_before_commit_seq {
+                Some(next) if page.truncated => before = Some(next),
+                _ => break,
+            }
+        }
+        if !found {
+            return Ok(());
+        }
+        let mut before = None;
+        loop {
+            let input = ClaimListInput {
+                horizon: Horizon::Ambient,
+                reason: None,
+                claim_type: None,
+                status: None,
+                temporal_state: None,
+                cites_artifact_id: None,
+                cites_revision_id: None,
+                revisions: Default::default(),
+                limit: MAX_BROWSE_ITEMS as i64,
+                before_commit_seq: before,
+            };
+            let page = self.call(input, None, context)?;
+            for claim in page.claims.into_iter().map(|item| item.record) {
+                if claim.status.is_terminal() {
+                    continue;
+                }
+                let mut cited: Vec<&ArtifactId> = claim.evidence.iter().map(|e| &e.artifact_id).collect();
+                cited.dedup();
+                for artifact_id in cited {
+                    index.claims.entry(artifact_id.clone()).or_default().push(claim.clone());
                 }
             }
             match page.next_before_commit_seq {
@@ -249,7 +387,7 @@ impl Driver<'_> {
     }
 
     /// Imports one item; returns its artifact id (none in a dry run of a new item).
-    fn item(&mut self, item: &Item, known: Option<&Known>) -> Result<Option<ArtifactId>, Failed> {
+    fn item(&mut self, item: &Item, known: Option<&Known>, index: &Index) -> Result<Option<ArtifactId>, Failed> {
         let hash = content_hash(item);
         let context = scope_for(&self.options.context, item.project.as_deref());
         let mut provenance = item.provenance.clone();
@@ -317,10 +455,9 @@ impl Driver<'_> {
                 (known.artifact_id.clone(), known.revision_id.clone(), false)
             }
         };
-        let existing = if fresh {
-            Vec::new()
-        } else {
-            self.claims_citing(&artifact_id, &context)?
+        let existing = match fresh {
+            true => Vec::new(),
+            false => index.claims.get(&artifact_id).cloned().unwrap_or_default(),
         };
         self.sync_claims(item, &artifact_id, &revision_id, existing, &context)?;
         Ok(Some(artifact_id))
@@ -331,37 +468,6 @@ impl Driver<'_> {
             (true, false) => self.result.artifacts.created += 1,
             (true, true) => self.result.artifacts.revised += 1,
             (false, _) => self.result.artifacts.unchanged += 1,
-        }
-    }
-
-    /// The current, active claims citing `artifact_id`.
-    fn claims_citing(&self, artifact_id: &ArtifactId, context: &AmbientContext) -> Result<Vec<ClaimRecord>, Failed> {
-        let mut claims = Vec::new();
-        let mut before = None;
-        loop {
-            let input = ClaimListInput {
-                horizon: Horizon::Ambient,
-                reason: None,
-                claim_type: None,
-                status: None,
-                temporal_state: None,
-                cites_artifact_id: Some(artifact_id.clone()),
-                cites_revision_id: None,
-                revisions: Default::default(),
-                limit: MAX_BROWSE_ITEMS as i64,
-                before_commit_seq: before,
-            };
-            let page = self.call(input, None, context)?;
-            claims.extend(
-                page.claims
-                    .into_iter()
-                    .map(|item| item.record)
-                    .filter(|claim| !claim.status.is_terminal()),
-            );
-            match page.next_before_commit_seq {
-                Some(next) if page.truncated => before = Some(next),
-                _ => return Ok(claims),
-            }
         }
     }
 

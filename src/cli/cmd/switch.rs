@@ -22,6 +22,11 @@ use crate::protocol::{AmbientContext, ContextSource, Operation, RequestId, Respo
 /// `ok` and lists them under `issues` and `unresolved`).
 pub const SKIPPED_EXIT: u8 = 8;
 
+/// Connections an import writes over at once: below the daemon's limit of four
+/// (`protocol::limits::MAX_CONCURRENT_CONNECTIONS`), so other clients still get in, and
+/// enough for its group commit to batch the import's writes.
+const IMPORT_CONNECTIONS: usize = 3;
+
 /// The flags of `memoree import --from`.
 #[derive(Debug, Args)]
 pub struct FromArgs {
@@ -90,9 +95,18 @@ fn import_inner(args: FromArgs, paths: Vec<PathBuf>, global: &GlobalArgs) -> Cli
         actor: actor_from_env().map_err(at)?,
         dry_run: args.dry_run,
     };
-    let transport = transport::select_persistent(global).map_err(|e| at(e.into()))?;
+    let transports = (0..IMPORT_CONNECTIONS)
+        .map(|_| transport::select_persistent(global))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| at(e.into()))?;
     let mut progress = Progress::new("import", source.items.len() as u64);
-    let result = driver::run(transport.as_ref(), source, &options, &mut progress).map_err(|e| at(e.into()))?;
+    let result = driver::run(&transports, source, &options, &mut progress).map_err(|failed| match failed {
+        driver::Failed::Client(error) => at(error.into()),
+        driver::Failed::Refused(body) => at(CliError::Envelope(Box::new(Response::failure(
+            request_id.clone(),
+            body,
+        )))),
+    })?;
     progress.finish();
     let skipped = result.skipped > 0;
     let value = serde_json::to_value(&result)
