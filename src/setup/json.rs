@@ -185,7 +185,9 @@ mod tests {
         ];
         merge_server(&mut root, "mcpServers", entry).unwrap();
         let out = root.to_pretty();
-        let keys: Vec<_> = [
+        // Each key appears after the one before it: file order, the new keys last.
+        let mut at = 0;
+        for key in [
             "\"zeta\"",
             "\"mcpServers\"",
             "\"other\"",
@@ -194,11 +196,11 @@ mod tests {
             "\"command\"",
             "\"args\"",
             "\"alpha\"",
-        ]
-        .iter()
-        .map(|k| out.find(k).unwrap())
-        .collect();
-        assert!(keys.windows(2).all(|w| w[0] < w[1]), "{out}");
+        ] {
+            at += out[at..]
+                .find(key)
+                .unwrap_or_else(|| panic!("{key} out of order in {out}"));
+        }
         let value: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(value["mcpServers"]["memoree"]["command"], "/bin/memoree");
         assert_eq!(value["mcpServers"]["memoree"]["env"]["A"], "1");
