@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 out=${MEMOREE_REPORT_OUT:-BENCHMARKS.md}
-benches=${MEMOREE_REPORT_BENCHES:-"store transport admin retrieval storage conformance inspect mcp portable postgres"}
+benches=${MEMOREE_REPORT_BENCHES:-"store transport admin retrieval storage conformance inspect mcp portable postgres switching"}
 sizes=${MEMOREE_BENCH_SIZES:-1000,10000,100000}
 target_dir=${CARGO_TARGET_DIR:-target}
 logs="$target_dir/bench-report"

@@ -12,6 +12,7 @@ pub mod eval;
 pub mod fault;
 pub mod frame;
 pub mod fsutil;
+pub mod import_tools;
 pub mod inspect;
 pub mod instructions;
 pub mod mcp;
@@ -21,6 +22,7 @@ pub mod progress;
 pub mod protocol;
 pub mod retrieval;
 pub mod service;
+pub mod setup;
 pub mod store;
 pub mod sys;
 #[doc(hidden)]

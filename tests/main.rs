@@ -25,5 +25,6 @@ mod remember;
 mod remote;
 mod retry_storm;
 mod sweep;
+mod switching;
 mod wrappers;
 mod wrappers_more;

@@ -17,7 +17,7 @@ use memoree::testkit::parts::{self, Part};
 use crate::support::{BIN, SCRUBBED_ENV, TempHome};
 
 /// The SDK's interpreter, provisioned into `target/mcp-venv` when needed, or why there is none.
-fn interpreter() -> Result<PathBuf, String> {
+pub(crate) fn interpreter() -> Result<PathBuf, String> {
     if let Some(path) = std::env::var_os("MEMOREE_MCP_PYTHON") {
         return Ok(PathBuf::from(path));
     }

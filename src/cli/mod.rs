@@ -101,6 +101,9 @@ pub enum Command {
         command: daemon_cmd::DaemonCommand,
     },
     Mcp(mcp::McpArgs),
+    Setup(cmd::setup::SetupArgs),
+    Completions(cmd::switch::CompletionsArgs),
+    Man(cmd::switch::ManArgs),
 }
 
 /// What a command produced: one envelope to print, or (for `session exec`) only an exit
@@ -236,13 +239,16 @@ pub(crate) fn dispatch(cli: Cli) -> Outcome {
         Command::Reindex(_) => cmd::admin::reindex(global).into(),
         Command::Backup(args) => cmd::admin::backup(args, global).into(),
         Command::Export(args) => cmd::portable::export(args, global).into(),
-        Command::Import(args) => cmd::portable::import(args, global).into(),
+        Command::Import(args) => cmd::portable::import(args, global),
         Command::Demo => demo::run().into(),
         Command::Eval(args) => Outcome::Exit(eval::run(&args, global)),
         Command::Serve(args) => Outcome::Exit(serve::run(&args, global.pretty)),
         Command::Daemon { command } => Outcome::Exit(daemon_cmd::run(global, command)),
         Command::Inspect(args) => Outcome::Exit(inspect::run(&args, global)),
         Command::Mcp(args) => Outcome::Exit(mcp::run(&args, global)),
+        Command::Setup(args) => cmd::setup::run(args, global).into(),
+        Command::Completions(args) => Outcome::Exit(cmd::switch::completions(&args)),
+        Command::Man(args) => Outcome::Exit(cmd::switch::man(&args)),
     }
 }
 

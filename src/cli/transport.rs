@@ -51,6 +51,28 @@ pub(crate) fn select_with(global: &GlobalArgs, timeouts: ClientTimeouts) -> Resu
     Ok(Box::new(Autostart::new(client, launcher)))
 }
 
+/// [`select`] over one connection kept open for every exchange (bulk work: `import --from`).
+pub(crate) fn select_persistent(global: &GlobalArgs) -> Result<Box<dyn Transport>, ClientError> {
+    let timeouts = ClientTimeouts::default();
+    if let Some(text) = &global.endpoint {
+        let endpoint = Endpoint::parse(text).map_err(|e| ClientError::Config(e.to_string()))?;
+        return Ok(Box::new(
+            SocketClient::new(endpoint).with_timeouts(timeouts).keep_alive(),
+        ));
+    }
+    let paths = Paths::from_env().map_err(|e| ClientError::Config(e.to_string()))?;
+    if global.no_autostart {
+        return Ok(Box::new(
+            SocketClient::new(paths.default_endpoint())
+                .with_timeouts(timeouts)
+                .keep_alive(),
+        ));
+    }
+    let launcher = Launcher::for_paths(&paths)?;
+    let client = SocketClient::new(launcher.endpoint.clone()).with_timeouts(timeouts);
+    Ok(Box::new(Autostart::new(client, launcher).keep_alive()))
+}
+
 /// The ambient context resolved on this machine for an operation that needs one.
 pub(crate) fn resolve(op: Operation) -> Result<(AmbientContext, ContextSource), CliError> {
     let paths = Paths::from_env()?;

@@ -220,3 +220,92 @@ pub struct InspectStarted {
     pub pid: u32,
     pub context: AmbientContext,
 }
+
+/// A malformed or refused source item of `memoree import --from`: where, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportIssue {
+    pub file: String,
+    /// The 1-based line the item starts on, when the format has lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    pub message: String,
+}
+
+/// A relation whose target no imported item answers to (reported, never invented).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnresolvedTarget {
+    pub file: String,
+    pub line: u64,
+    pub target: String,
+}
+
+/// What an import did to one kind of entity (or, in a dry run, would do).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportCounts {
+    pub created: u64,
+    pub revised: u64,
+    pub unchanged: u64,
+    pub retracted: u64,
+}
+
+/// One of the first items of a dry run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportPreview {
+    /// `create`, `revise` or `unchanged`.
+    pub action: String,
+    pub key: String,
+    pub kind: String,
+    pub title: String,
+    pub bytes: u64,
+    pub claims: u64,
+}
+
+/// `memoree import --from FORMAT PATH…`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ForeignImportResult {
+    pub format: String,
+    pub dry_run: bool,
+    pub sources: Vec<String>,
+    pub context: AmbientContext,
+    /// Well-formed items read from the sources.
+    pub items: u64,
+    pub artifacts: ImportCounts,
+    pub claims: ImportCounts,
+    pub relations: ImportCounts,
+    /// Items and relations not imported (malformed, refused, unresolved).
+    pub skipped: u64,
+    pub issues: Vec<ImportIssue>,
+    pub unresolved: Vec<UnresolvedTarget>,
+    /// Each source relation type and the kebab-case spelling recorded beside it.
+    pub relation_types: std::collections::BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preview: Vec<ImportPreview>,
+}
+
+/// `memoree setup HOST`: the host file written (or, with `--print`, only shown).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SetupResult {
+    pub host: String,
+    pub config_path: String,
+    /// `created`, `updated`, `unchanged` or `printed`.
+    pub action: String,
+    /// The server entry alone, as the file spells it.
+    pub snippet: String,
+    /// The absolute path of the binary the entry runs.
+    pub command: String,
+    pub args: Vec<String>,
+    /// The project marker `memoree init` wrote, when the project had none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init: Option<InitResult>,
+    /// The instructions file `--instructions` wrote, and whether it changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<SetupInstructions>,
+}
+
+/// The instructions block of `memoree setup --instructions`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SetupInstructions {
+    pub path: String,
+    /// `created`, `updated` or `unchanged`.
+    pub action: String,
+}

@@ -10,6 +10,8 @@ pub(crate) mod graph;
 pub(crate) mod portable;
 pub(crate) mod remember;
 pub(crate) mod retrieval;
+pub(crate) mod setup;
+pub(crate) mod switch;
 
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex};
@@ -17,9 +19,11 @@ use std::sync::{LazyLock, Mutex};
 use clap::builder::PossibleValue;
 use clap::{Args, ValueEnum};
 
+use crate::import_tools::{Format, MarkdownClaims};
 use crate::protocol::Horizon;
 use crate::protocol::claim::ClaimType;
 use crate::protocol::relation::{RelationDirection, RelationType};
+use crate::setup::Host;
 
 /// The command-line spelling of a wire name: kebab-case (`derived_from` → `derived-from`).
 fn kebab(wire: &'static str) -> &'static str {
@@ -49,7 +53,15 @@ macro_rules! wire_value_enum {
     };
 }
 
-wire_value_enum!(Horizon, ClaimType, RelationType, RelationDirection);
+wire_value_enum!(
+    Horizon,
+    ClaimType,
+    RelationType,
+    RelationDirection,
+    Format,
+    MarkdownClaims,
+    Host
+);
 
 /// `--horizon` and `--reason`, shared by every read that may broaden.
 #[derive(Clone, Debug, Args)]

@@ -187,12 +187,22 @@ pub(crate) fn export(args: ExportArgs, _global: &GlobalArgs) -> CliResult<Respon
 /// identical records and refuses ids that exist with different content. Everything is
 /// verified before it becomes visible; a failed import leaves the store unchanged.
 #[derive(Debug, Args)]
+///
+/// With --from FORMAT it instead imports memory kept by other tools (Markdown instruction and
+/// rule files, the MCP memory server's JSON Lines, Mem0 exports, basic-memory notes) through
+/// the daemon: see `memoree import --help` and the README, "Switching to Memoree".
 #[command(after_help = "Examples:\n  memoree import ~/memoree-export --merge\n  \
                         memoree import ~/memoree-export --data-dir ~/new-memoree-data\n  \
-                        memoree import ~/memoree-export --store postgres://memoree@db/memoree")]
+                        memoree import ~/memoree-export --store postgres://memoree@db/memoree\n  \
+                        memoree import --from markdown CLAUDE.md AGENTS.md .cursor/rules --claims bullets\n  \
+                        memoree import --from mcp-memory ~/.local/share/memory.jsonl --dry-run")]
 pub struct ImportArgs {
-    /// The archive directory written by `memoree export`.
-    src: PathBuf,
+    /// The archive directory written by `memoree export`; with --from, the files or
+    /// directories to import.
+    #[arg(required = true, num_args = 1..)]
+    src: Vec<PathBuf>,
+    #[command(flatten)]
+    foreign: super::switch::FromArgs,
     /// The target must hold no memory (the default).
     #[arg(long, conflicts_with = "merge")]
     into_empty: bool,
@@ -200,7 +210,7 @@ pub struct ImportArgs {
     #[arg(long)]
     merge: bool,
     /// Build a new store in this absent or empty directory, locally (no daemon).
-    #[arg(long, conflicts_with_all = ["merge", "store"])]
+    #[arg(long, conflicts_with_all = ["merge", "store", "from"])]
     data_dir: Option<PathBuf>,
     /// Import into the PostgreSQL store at this postgres:// URL from this process (default
     /// without --data-dir and --endpoint: `[store] url` of the config file, as `memoree serve`).
@@ -209,10 +219,23 @@ pub struct ImportArgs {
     store: Option<String>,
 }
 
-pub(crate) fn import(args: ImportArgs, global: &GlobalArgs) -> CliResult<Response> {
+pub(crate) fn import(args: ImportArgs, global: &GlobalArgs) -> crate::cli::Outcome {
+    if args.foreign.from.is_some() {
+        return super::switch::import(args.foreign, args.src, global);
+    }
+    import_archive(args, global).into()
+}
+
+/// `memoree import ARCHIVE`: the archive import, unchanged by `--from`.
+fn import_archive(args: ImportArgs, global: &GlobalArgs) -> CliResult<Response> {
     let request_id = RequestId::generate();
     let at = |e: CliError| e.at(request_id.clone());
-    let source = absolute(&args.src).map_err(at)?;
+    let [src] = args.src.as_slice() else {
+        return Err(at(CliError::Invalid(
+            "give exactly one archive directory (or --from FORMAT to import other tools' files)".to_owned(),
+        )));
+    };
+    let source = absolute(src).map_err(at)?;
     let mode = if args.merge {
         ImportMode::Merge
     } else {
@@ -278,7 +301,7 @@ fn data_dir(explicit: Option<PathBuf>) -> Result<PathBuf, CliError> {
     }
 }
 
-fn absolute(path: &std::path::Path) -> Result<PathBuf, CliError> {
+pub(crate) fn absolute(path: &std::path::Path) -> Result<PathBuf, CliError> {
     if path.is_absolute() {
         return Ok(path.to_path_buf());
     }
