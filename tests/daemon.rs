@@ -359,6 +359,34 @@ fn autostart_starts_a_private_daemon_from_a_fresh_home_and_daemon_stop_stops_it(
 }
 
 #[test]
+fn doctor_reports_the_binary_version_and_who_owns_the_daemons_lifecycle() {
+    // Autostarted by a client: memoree owns it, and it reports this build's version.
+    let home = TempHome::new();
+    let (status, doctor) = home.call(&request("doctor", json!({})));
+    assert!(status.success(), "{doctor}");
+    assert_eq!(doctor["result"]["lifecycle_owner"], "memoree", "{doctor}");
+    assert_eq!(doctor["result"]["binary_version"], env!("CARGO_PKG_VERSION"));
+    let (status, stopped) = home.run_cli(&["daemon", "stop"]);
+    assert!(status.success(), "{stopped}");
+
+    // Started by hand and told which version to report (for a client that accepts only its
+    // own release): external, and the version it was told.
+    let dir = tempfile::tempdir().unwrap();
+    let endpoint = Endpoint::Unix(dir.path().join("s.sock"));
+    let env = [("MEMOREE_REPORT_BINARY_VERSION", Path::new("0.7.1"))];
+    let daemon = TestDaemon::start_at_with_env(dir.path(), &endpoint, &dir.path().join("data"), &env);
+    let doctor = daemon.client().exchange_json(&request("doctor", json!({}))).unwrap();
+    let result = doctor.result.unwrap();
+    assert_eq!(result["lifecycle_owner"], "external");
+    assert_eq!(result["binary_version"], "0.7.1");
+    assert_eq!(
+        result["version"],
+        env!("CARGO_PKG_VERSION"),
+        "our own version stays truthful"
+    );
+}
+
+#[test]
 fn autostart_runs_memoree_serve_when_no_daemon_executable_sits_beside_memoree() {
     let home = TempHome::new();
     // The same `memoree`, linked into a directory without `memoree-daemon`.

@@ -39,6 +39,25 @@ pub struct ServeArgs {
     /// encryption. Prefer `tls://`.
     #[arg(long)]
     pub dangerously_allow_non_loopback_tcp: bool,
+    /// Who stops this daemon: `memoree` when a client autostarted it, `external` when a
+    /// person or a supervisor did (reported by `doctor` as `lifecycle_owner`).
+    #[arg(long, value_enum, default_value = "external", hide = true)]
+    pub lifecycle_owner: LifecycleOwner,
+    /// The `binary_version` `doctor` reports instead of this build's version, for a client
+    /// that refuses any daemon but its own release (the reference's v0.7.1 CLI requires
+    /// `0.7.1`); see DIVERGENCES, *Discovery* [default: this build's version]
+    #[arg(long, value_name = "VERSION", env = "MEMOREE_REPORT_BINARY_VERSION")]
+    pub report_binary_version: Option<String>,
+}
+
+/// `serve --lifecycle-owner`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LifecycleOwner {
+    /// Autostarted by a client, which may stop it.
+    Memoree,
+    /// Started by a person or a supervisor.
+    #[default]
+    External,
 }
 
 pub(crate) fn run(args: &ServeArgs, pretty: bool) -> ExitCode {
@@ -81,6 +100,16 @@ fn config(args: &ServeArgs) -> Result<DaemonConfig, CliError> {
         }
     };
     config.allow_non_loopback_tcp = args.dangerously_allow_non_loopback_tcp;
+    config.discovery = crate::service::Discovery {
+        binary_version: args
+            .report_binary_version
+            .clone()
+            .filter(|version| !version.trim().is_empty()),
+        lifecycle_owner: match args.lifecycle_owner {
+            LifecycleOwner::Memoree => crate::service::LIFECYCLE_MEMOREE,
+            LifecycleOwner::External => crate::service::LIFECYCLE_EXTERNAL,
+        },
+    };
     let settings = || {
         let config_file = resolve()?.config_file;
         crate::ambient::load_settings(&config_file).map_err(|e| CliError::Config(e.to_string()))

@@ -100,6 +100,7 @@ impl Launcher {
             .arg(listen)
             .arg("--data-dir")
             .arg(data_dir)
+            .args(["--lifecycle-owner", "memoree"])
             .current_dir(data_dir)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)

@@ -102,6 +102,9 @@ pub struct DaemonConfig {
     /// (answering `doctor` and failing other requests with `store_unavailable` meanwhile)
     /// before it exits with an error; see [`DEFAULT_STORE_WAIT`].
     pub store_wait: Duration,
+    /// What `doctor` reports about this process (`serve --lifecycle-owner`,
+    /// `--report-binary-version`).
+    pub discovery: crate::service::Discovery,
 }
 
 /// How long a front end waits for its PostgreSQL database at startup by default
@@ -121,6 +124,7 @@ impl DaemonConfig {
             timeouts: ServerTimeouts::default(),
             store_url: None,
             store_wait: DEFAULT_STORE_WAIT,
+            discovery: crate::service::Discovery::default(),
         }
     }
 }
@@ -253,6 +257,7 @@ fn prepare(config: &DaemonConfig) -> Result<Prepared, DaemonError> {
     .map_err(|e| DaemonError::Store(e.into()))?;
     let runtime = Runtime {
         daemon_pid: Some(std::process::id()),
+        discovery: config.discovery.clone(),
         ..Runtime::default()
     };
     let service = Service::new(store, runtime);

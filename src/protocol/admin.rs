@@ -31,6 +31,13 @@ pub struct DoctorResult {
     pub blob_count: u64,
     pub disk_free_bytes: Option<u64>,
     pub version: Label,
+    /// This build's version, or what the daemon was told to report
+    /// (`serve --report-binary-version`); reference v0.7.1's clients compare it.
+    #[serde(default)]
+    pub binary_version: String,
+    /// `memoree` when a client autostarted the daemon, `external` otherwise.
+    #[serde(default)]
+    pub lifecycle_owner: Label,
     /// Extension: present only while the store cannot be reached (`status` is then
     /// `store_unavailable`, and the sizes and `last_commit_seq` are the last ones read).
     #[serde(default, skip_serializing_if = "Option::is_none")]

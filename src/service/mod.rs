@@ -47,6 +47,31 @@ pub struct Runtime {
     /// The qualification policy retrieval answers with (`qualified_units_v2` unless an
     /// evaluation asks for another).
     pub qualification: crate::retrieval::qualify::PolicyVersion,
+    /// What `doctor` says about the serving process beyond its health.
+    pub discovery: Discovery,
+}
+
+/// `doctor`'s `lifecycle_owner` of a daemon a client autostarted (and may stop).
+pub const LIFECYCLE_MEMOREE: &str = "memoree";
+/// `doctor`'s `lifecycle_owner` of a daemon a person or supervisor started, and in process.
+pub const LIFECYCLE_EXTERNAL: &str = "external";
+
+/// The discovery facts `doctor` reports (`binary_version`, `lifecycle_owner`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Discovery {
+    /// A `binary_version` to report instead of this build's (`serve --report-binary-version`).
+    pub binary_version: Option<String>,
+    /// [`LIFECYCLE_MEMOREE`] or [`LIFECYCLE_EXTERNAL`].
+    pub lifecycle_owner: &'static str,
+}
+
+impl Default for Discovery {
+    fn default() -> Discovery {
+        Discovery {
+            binary_version: None,
+            lifecycle_owner: LIFECYCLE_EXTERNAL,
+        }
+    }
 }
 
 /// The protocol service over one store.

@@ -72,6 +72,8 @@ fn doctor_reports_typed_health_for_this_process() {
     assert_eq!(doctor["blob_count"], 0);
     assert!(doctor["disk_free_bytes"].as_u64().unwrap() > 0);
     assert_eq!(doctor["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(doctor["binary_version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(doctor["lifecycle_owner"], "external");
 
     let daemon = Service::new(
         f.service.store().clone(),

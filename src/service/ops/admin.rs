@@ -27,6 +27,7 @@ pub const DOCTOR_OK: &str = "ok";
 
 pub(super) fn doctor(service: &Service, _: DoctorInput) -> Result<Output, ServiceError> {
     let store = service.store();
+    let discovery = &service.runtime().discovery;
     let data_dir = store.data_dir();
     let mut store_outage = None;
     let (last_commit_seq, schema_version, database_bytes, (blob_bytes, blob_count)) = match store.postgres() {
@@ -75,6 +76,11 @@ pub(super) fn doctor(service: &Service, _: DoctorInput) -> Result<Output, Servic
         blob_count,
         disk_free_bytes: fsutil::disk_free_bytes(data_dir).ok(),
         version: env!("CARGO_PKG_VERSION").into(),
+        binary_version: discovery
+            .binary_version
+            .clone()
+            .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned()),
+        lifecycle_owner: discovery.lifecycle_owner.into(),
         store_outage,
     })
 }
