@@ -16,18 +16,7 @@ use crate::protocol::claim::ClaimType;
 
 /// Reads every note under `path` (or the one note `path` names).
 pub fn read(path: &Path, source: &mut Source) {
-    let mut files = Vec::new();
-    if path.is_dir() {
-        walk(path, &mut files);
-        files.sort();
-    } else {
-        files.push(path.to_path_buf());
-    }
-    let root = if path.is_dir() {
-        path
-    } else {
-        path.parent().unwrap_or(path)
-    };
+    let (files, root) = super::files_under(path, walk);
     for file in files {
         let name = file.display().to_string();
         let relative = file.strip_prefix(root).unwrap_or(&file).with_extension("");

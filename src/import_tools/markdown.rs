@@ -19,18 +19,7 @@ const SKIPPED_DIRS: &[&str] = &[".git", "node_modules", "target", ".venv", "vend
 
 /// Reads a Markdown file, or every Markdown file under a directory.
 pub fn read(path: &Path, options: &ReadOptions, source: &mut Source) {
-    let mut files = Vec::new();
-    if path.is_dir() {
-        walk(path, &mut files);
-        files.sort();
-    } else {
-        files.push(path.to_path_buf());
-    }
-    let root = if path.is_dir() {
-        path
-    } else {
-        path.parent().unwrap_or(path)
-    };
+    let (files, root) = super::files_under(path, walk);
     for file in files {
         let name = file.display().to_string();
         let bytes = match std::fs::read(&file) {

@@ -176,3 +176,16 @@ pub(crate) fn scope_for(base: &AmbientContext, project: Option<&str>) -> Ambient
         None => base.clone(),
     }
 }
+
+/// The files a directory `path` holds (found by `walk`, sorted), or `path` itself, with the
+/// directory their relative names start from.
+fn files_under(path: &Path, walk: fn(&Path, &mut Vec<PathBuf>)) -> (Vec<PathBuf>, &Path) {
+    if path.is_dir() {
+        let mut files = Vec::new();
+        walk(path, &mut files);
+        files.sort();
+        (files, path)
+    } else {
+        (vec![path.to_path_buf()], path.parent().unwrap_or(path))
+    }
+}
