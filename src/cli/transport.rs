@@ -51,13 +51,18 @@ pub(crate) fn select_with(global: &GlobalArgs, timeouts: ClientTimeouts) -> Resu
     Ok(Box::new(Autostart::new(client, launcher)))
 }
 
-/// [`select`] over one connection kept open for every exchange (bulk work: `import --from`).
+/// [`select`] over one connection kept open for every exchange, for bulk work that runs
+/// several of these at once (`import --from`): the replies are awaited without polling
+/// ([`SocketClient::without_reply_spin`]).
 pub(crate) fn select_persistent(global: &GlobalArgs) -> Result<Box<dyn Transport>, ClientError> {
     let timeouts = ClientTimeouts::default();
     if let Some(text) = &global.endpoint {
         let endpoint = Endpoint::parse(text).map_err(|e| ClientError::Config(e.to_string()))?;
         return Ok(Box::new(
-            SocketClient::new(endpoint).with_timeouts(timeouts).keep_alive(),
+            SocketClient::new(endpoint)
+                .with_timeouts(timeouts)
+                .without_reply_spin()
+                .keep_alive(),
         ));
     }
     let paths = Paths::from_env().map_err(|e| ClientError::Config(e.to_string()))?;
@@ -65,11 +70,14 @@ pub(crate) fn select_persistent(global: &GlobalArgs) -> Result<Box<dyn Transport
         return Ok(Box::new(
             SocketClient::new(paths.default_endpoint())
                 .with_timeouts(timeouts)
+                .without_reply_spin()
                 .keep_alive(),
         ));
     }
     let launcher = Launcher::for_paths(&paths)?;
-    let client = SocketClient::new(launcher.endpoint.clone()).with_timeouts(timeouts);
+    let client = SocketClient::new(launcher.endpoint.clone())
+        .with_timeouts(timeouts)
+        .without_reply_spin();
     Ok(Box::new(Autostart::new(client, launcher).keep_alive()))
 }
 
