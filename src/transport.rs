@@ -125,6 +125,16 @@ pub trait Transport: Send + Sync {
     /// Sends `body` verbatim as one request document (it need not be valid JSON) and
     /// returns the response envelope.
     fn exchange_raw(&self, body: &[u8]) -> Result<Response, ClientError>;
+
+    /// Sends several request documents and returns their responses in request order. The
+    /// default sends them one after another; a socket client pipelines them on one
+    /// connection ([`crate::client::socket::SocketSession::exchange_pipelined`]), which only
+    /// a daemon listing `pipelined_requests` in `capabilities.extensions` supports. Requests
+    /// sent together must not depend on each other's effects, and each must be safe to send
+    /// twice (a read, or a mutation with an idempotency key).
+    fn exchange_pipelined(&self, bodies: &[Vec<u8>]) -> Result<Vec<Response>, ClientError> {
+        bodies.iter().map(|body| self.exchange_raw(body)).collect()
+    }
 }
 
 /// The one place a request becomes the bytes of a request document: compact JSON, at most

@@ -36,49 +36,39 @@ pub(crate) fn select(global: &GlobalArgs) -> Result<Box<dyn Transport>, ClientEr
 
 /// [`select`] with other client timeouts (operations whose work grows with the store).
 pub(crate) fn select_with(global: &GlobalArgs, timeouts: ClientTimeouts) -> Result<Box<dyn Transport>, ClientError> {
-    if let Some(text) = &global.endpoint {
-        let endpoint = Endpoint::parse(text).map_err(|e| ClientError::Config(e.to_string()))?;
-        return Ok(Box::new(SocketClient::new(endpoint).with_timeouts(timeouts)));
-    }
-    let paths = Paths::from_env().map_err(|e| ClientError::Config(e.to_string()))?;
-    if global.no_autostart {
-        return Ok(Box::new(
-            SocketClient::new(paths.default_endpoint()).with_timeouts(timeouts),
-        ));
-    }
-    let launcher = Launcher::for_paths(&paths)?;
-    let client = SocketClient::new(launcher.endpoint.clone()).with_timeouts(timeouts);
-    Ok(Box::new(Autostart::new(client, launcher)))
+    build(global, timeouts, false)
 }
 
 /// [`select`] over one connection kept open for every exchange, for bulk work that runs
 /// several of these at once (`import --from`): the replies are awaited without polling
 /// ([`SocketClient::without_reply_spin`]).
 pub(crate) fn select_persistent(global: &GlobalArgs) -> Result<Box<dyn Transport>, ClientError> {
-    let timeouts = ClientTimeouts::default();
+    build(global, ClientTimeouts::default(), true)
+}
+
+/// The explicit `--endpoint`, else the default endpoint without autostart, else the
+/// autostarting default; `persistent` keeps a connection open and waits without polling.
+fn build(global: &GlobalArgs, timeouts: ClientTimeouts, persistent: bool) -> Result<Box<dyn Transport>, ClientError> {
+    let client = |endpoint: Endpoint| {
+        let client = SocketClient::new(endpoint).with_timeouts(timeouts);
+        if persistent {
+            client.without_reply_spin()
+        } else {
+            client
+        }
+    };
+    let kept = |client: SocketClient| if persistent { client.keep_alive() } else { client };
     if let Some(text) = &global.endpoint {
         let endpoint = Endpoint::parse(text).map_err(|e| ClientError::Config(e.to_string()))?;
-        return Ok(Box::new(
-            SocketClient::new(endpoint)
-                .with_timeouts(timeouts)
-                .without_reply_spin()
-                .keep_alive(),
-        ));
+        return Ok(Box::new(kept(client(endpoint))));
     }
     let paths = Paths::from_env().map_err(|e| ClientError::Config(e.to_string()))?;
     if global.no_autostart {
-        return Ok(Box::new(
-            SocketClient::new(paths.default_endpoint())
-                .with_timeouts(timeouts)
-                .without_reply_spin()
-                .keep_alive(),
-        ));
+        return Ok(Box::new(kept(client(paths.default_endpoint()))));
     }
     let launcher = Launcher::for_paths(&paths)?;
-    let client = SocketClient::new(launcher.endpoint.clone())
-        .with_timeouts(timeouts)
-        .without_reply_spin();
-    Ok(Box::new(Autostart::new(client, launcher).keep_alive()))
+    let autostart = Autostart::new(client(launcher.endpoint.clone()), launcher);
+    Ok(Box::new(if persistent { autostart.keep_alive() } else { autostart }))
 }
 
 /// The ambient context resolved on this machine for an operation that needs one.

@@ -169,10 +169,21 @@ impl Transport for Autostart {
             answered => answered,
         }
     }
+
+    fn exchange_pipelined(&self, bodies: &[Vec<u8>]) -> Result<Vec<Response>, ClientError> {
+        match self.client.exchange_pipelined(bodies) {
+            Err(ClientError::Transport(reason)) => {
+                tracing::info!(%reason, "no daemon answered; starting one");
+                self.launcher.spawn()?;
+                retry(|| self.client.exchange_pipelined(bodies))
+            }
+            answered => answered,
+        }
+    }
 }
 
 /// Retries `attempt` while it fails with a transport error, [`START_RETRIES`] times.
-fn retry(mut attempt: impl FnMut() -> Result<Response, ClientError>) -> Result<Response, ClientError> {
+fn retry<T>(mut attempt: impl FnMut() -> Result<T, ClientError>) -> Result<T, ClientError> {
     let mut last = ClientError::Transport("the daemon did not start".to_owned());
     for _ in 0..START_RETRIES {
         std::thread::sleep(START_RETRY_DELAY);

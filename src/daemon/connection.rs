@@ -1,6 +1,12 @@
 //! One connection: read a frame, serve it off the reactor, write the reply; repeat until
 //! the peer is done, goes idle or the daemon shuts down.
 //!
+//! A client may pipeline: send further requests before the replies to earlier ones. Up to
+//! [`PIPELINE_DEPTH`] requests (and [`PIPELINE_BYTES`] of them) are read ahead and served
+//! concurrently, so their writes can share a group commit; replies are written in request
+//! order. Requests in flight together have no order among their effects: a client that
+//! needs one request's effect before another's waits for its reply.
+//!
 //! Failures that still leave a way to answer are answered:
 //! - a declared length over the frame limit gets a `CONTENT_TOO_LARGE` envelope, before
 //!   any of the body is read or allocated;
@@ -14,8 +20,10 @@
 
 use std::os::fd::AsFd;
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::watch;
+use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::{timeout, timeout_at};
 
 use tokio::net::TcpStream;
@@ -93,48 +101,169 @@ pub(super) fn refuse_busy_now(stream: &impl AsFd, busy_frame: &[u8]) {
     }
 }
 
-pub(super) async fn serve_stream<S>(mut stream: S, ctx: &Ctx, service: &Service, mut stop: watch::Receiver<bool>)
+/// Requests one connection may have in flight: a client may send its next request before
+/// the reply to the last one (pipelining). Requests in flight together are served
+/// concurrently, and their replies are written in request order.
+pub(super) const PIPELINE_DEPTH: usize = 8;
+
+/// Request bytes one connection may have in flight: a request that would go over waits,
+/// before its body is read, until those before it are answered (a single request of any
+/// size up to the frame limit is always read).
+const PIPELINE_BYTES: usize = 1024 * 1024;
+
+/// What a connection's reader and writer share: the requests read but not yet answered.
+#[derive(Default)]
+struct Flight {
+    requests: AtomicUsize,
+    bytes: AtomicUsize,
+    /// The writer could not write a reply; the connection is done.
+    broken: AtomicBool,
+    /// Signalled after every reply written (and when the writer gives up).
+    changed: Notify,
+}
+
+impl Flight {
+    fn idle(&self) -> bool {
+        self.requests.load(Ordering::Acquire) == 0
+    }
+
+    fn is_broken(&self) -> bool {
+        self.broken.load(Ordering::Acquire)
+    }
+
+    /// Whether a request of `len` bytes must wait for earlier ones to be answered.
+    fn full(&self, len: usize) -> bool {
+        let requests = self.requests.load(Ordering::Acquire);
+        requests >= PIPELINE_DEPTH || (requests > 0 && self.bytes.load(Ordering::Acquire) + len > PIPELINE_BYTES)
+    }
+
+    fn begin(&self, len: usize) {
+        self.bytes.fetch_add(len, Ordering::AcqRel);
+        self.requests.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn end(&self, len: usize) {
+        self.bytes.fetch_sub(len, Ordering::AcqRel);
+        self.requests.fetch_sub(1, Ordering::AcqRel);
+        self.changed.notify_one();
+    }
+
+    fn fail(&self) {
+        self.broken.store(true, Ordering::Release);
+        self.changed.notify_one();
+    }
+}
+
+/// A request being served: its reply frame, once encoded, and its size.
+struct Pending {
+    reply: tokio::task::JoinHandle<Vec<u8>>,
+    len: usize,
+}
+
+/// How the reading side of a connection ended.
+enum End {
+    /// The peer is done, the stream broke, or the writer gave up: close once the replies
+    /// owed are written.
+    Closed,
+    /// No request within the idle (or first-request) timeout: close cleanly.
+    Idle,
+    /// The daemon is shutting down and nothing is in flight.
+    Stop,
+    /// A last reply (oversized frame, stalled body), then half-close and linger.
+    Reply(Vec<u8>),
+}
+
+pub(super) async fn serve_stream<S>(stream: S, ctx: &Ctx, service: &Service, mut stop: watch::Receiver<bool>)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let mut served = 0u64;
+    let (mut reader, mut writer) = tokio::io::split(stream);
+    let flight = Flight::default();
+    let (queue, replies) = mpsc::channel(PIPELINE_DEPTH);
+    let (end, ()) = tokio::join!(
+        read_requests(&mut reader, ctx, service, &mut stop, &flight, queue),
+        write_replies(&mut writer, ctx, &flight, replies),
+    );
+    if flight.is_broken() {
+        return;
+    }
+    let mut stream = reader.unsplit(writer);
+    match end {
+        End::Reply(reply) => reply_and_close(&mut stream, &reply, ctx).await,
+        // A clean close (for TLS a close_notify), so a client reusing the connection knows
+        // its next request was never read.
+        End::Idle => {
+            let _ = timeout(ctx.timeouts.linger, stream.shutdown()).await;
+        }
+        End::Closed | End::Stop => {}
+    }
+}
+
+/// Reads requests and hands each to the blocking pool, queueing its reply for the writer,
+/// while fewer than [`PIPELINE_DEPTH`] are in flight.
+async fn read_requests<R>(
+    reader: &mut R,
+    ctx: &Ctx,
+    service: &Service,
+    stop: &mut watch::Receiver<bool>,
+    flight: &Flight,
+    queue: mpsc::Sender<Pending>,
+) -> End
+where
+    R: AsyncRead + Unpin,
+{
+    let mut read = 0u64;
     loop {
-        let wait = if served == 0 {
-            ctx.timeouts.read
-        } else {
-            ctx.timeouts.idle
-        };
-        let header = tokio::select! {
-            biased;
-            _ = stop.wait_for(|stopping| *stopping) => return,
-            header = timeout(wait, frame::read_header(&mut stream, ctx.max_frame_bytes)) => header,
+        let header = {
+            let next = frame::read_header(reader, ctx.max_frame_bytes);
+            tokio::pin!(next);
+            loop {
+                if flight.is_broken() {
+                    return End::Closed;
+                }
+                // The idle clock runs only while nothing is in flight: from the last reply.
+                let idle = flight.idle();
+                let wait = if read == 0 {
+                    ctx.timeouts.read
+                } else {
+                    ctx.timeouts.idle
+                };
+                tokio::select! {
+                    biased;
+                    _ = stop.wait_for(|stopping| *stopping), if idle => return End::Stop,
+                    header = &mut next => break header,
+                    _ = flight.changed.notified(), if !idle => {}
+                    _ = tokio::time::sleep(wait), if idle => {
+                        tracing::debug!(read, "no request within {:?}; closing", wait);
+                        return End::Idle;
+                    }
+                }
+            }
         };
         let len = match header {
-            Ok(Ok(Some(len))) => len,
-            Ok(Ok(None)) => return,
-            Ok(Err(FrameError::TooLarge { len, max })) => {
+            Ok(Some(len)) => len,
+            Ok(None) => return End::Closed,
+            Err(FrameError::TooLarge { len, max }) => {
                 tracing::warn!(len, max, "refusing an oversized request frame");
                 let response = Response::failure(TRANSPORT_REQUEST_ID, oversized(len, max));
-                reply_and_close(&mut stream, &encode_response(&response, ctx.max_frame_bytes), ctx).await;
-                return;
+                return End::Reply(encode_response(&response, ctx.max_frame_bytes));
             }
-            Ok(Err(error)) => {
+            Err(error) => {
                 tracing::debug!(%error, "connection ended inside a frame header");
-                return;
-            }
-            Err(_) => {
-                tracing::debug!(served, "no request within {:?}; closing", wait);
-                // A clean close (for TLS a close_notify), so a client reusing the connection
-                // knows its next request was never read.
-                let _ = timeout(ctx.timeouts.linger, stream.shutdown()).await;
-                return;
+                return End::Closed;
             }
         };
-        let body = match timeout(ctx.timeouts.read, frame::read_body(&mut stream, len)).await {
+        while flight.full(len) {
+            if flight.is_broken() {
+                return End::Closed;
+            }
+            flight.changed.notified().await;
+        }
+        let body = match timeout(ctx.timeouts.read, frame::read_body(reader, len)).await {
             Ok(Ok(body)) => body,
             Ok(Err(error)) => {
                 tracing::debug!(%error, "connection ended inside a frame body");
-                return;
+                return End::Closed;
             }
             Err(_) => {
                 let response = Response::failure(
@@ -144,17 +273,38 @@ where
                         format_args!("frame read timed out after {}", seconds(ctx.timeouts.read)),
                     ),
                 );
-                reply_and_close(&mut stream, &encode_response(&response, ctx.max_frame_bytes), ctx).await;
-                return;
+                return End::Reply(encode_response(&response, ctx.max_frame_bytes));
             }
         };
-        let reply = respond(service, body, ctx.max_frame_bytes).await;
+        read += 1;
+        flight.begin(len);
+        let reply = respond(service, body, ctx.max_frame_bytes);
+        if queue.send(Pending { reply, len }).await.is_err() {
+            return End::Closed;
+        }
+    }
+}
+
+/// Writes the replies in request order as they are ready; on a failed write, marks the
+/// connection broken and stops.
+async fn write_replies<W>(writer: &mut W, ctx: &Ctx, flight: &Flight, mut replies: mpsc::Receiver<Pending>)
+where
+    W: AsyncWrite + Unpin,
+{
+    while let Some(Pending { reply, len }) = replies.recv().await {
+        let reply = reply.await.unwrap_or_else(|_| {
+            let error = ServiceError::Internal("the request handler panicked".to_owned());
+            encode_response(
+                &Response::failure(TRANSPORT_REQUEST_ID, error_body(&error)),
+                ctx.max_frame_bytes,
+            )
+        });
         // Sizes only: the daemon never looks inside a frame, and bodies are memory content.
         tracing::debug!(request_bytes = len, response_bytes = reply.len(), "served a request");
         let large = len.max(reply.len()) >= memory::LARGE_FRAME_BYTES;
-        match timeout(ctx.timeouts.write, frame::write_encoded(&mut stream, &reply)).await {
+        match timeout(ctx.timeouts.write, frame::write_encoded(writer, &reply)).await {
             Ok(Ok(())) => {
-                served += 1;
+                flight.end(len);
                 if large {
                     drop(reply);
                     tokio::task::spawn_blocking(memory::release);
@@ -162,10 +312,12 @@ where
             }
             Ok(Err(error)) => {
                 tracing::debug!(%error, "could not write a response frame");
+                flight.fail();
                 return;
             }
             Err(_) => {
                 tracing::warn!("response frame write timed out after {}", seconds(ctx.timeouts.write));
+                flight.fail();
                 return;
             }
         }
@@ -173,19 +325,11 @@ where
 }
 
 /// Serves one request body on the blocking pool and encodes the reply frame there too.
-async fn respond(service: &Service, body: Vec<u8>, max_frame_bytes: usize) -> Vec<u8> {
+fn respond(service: &Service, body: Vec<u8>, max_frame_bytes: usize) -> tokio::task::JoinHandle<Vec<u8>> {
     let service = service.clone();
-    let served = tokio::task::spawn_blocking(move || {
+    tokio::task::spawn_blocking(move || {
         let response = service.handle_body(body, TRANSPORT_REQUEST_ID);
         encode_response(&response, max_frame_bytes)
-    })
-    .await;
-    served.unwrap_or_else(|_| {
-        let error = ServiceError::Internal("the request handler panicked".to_owned());
-        encode_response(
-            &Response::failure(TRANSPORT_REQUEST_ID, error_body(&error)),
-            max_frame_bytes,
-        )
     })
 }
 

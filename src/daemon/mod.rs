@@ -5,7 +5,7 @@
 //!   and owner-only permissions.
 //! - `connection` runs one connection: frames in, `spawn_blocking(Service::handle_json)`,
 //!   frames out, every step under a timeout. A connection may carry several requests in
-//!   sequence.
+//!   sequence, and pipelined ones (up to eight in flight, replies in request order).
 //! - [`shutdown`] turns SIGINT/SIGTERM into a graceful stop.
 //!
 //! This module owns the accept loop and the connection limit: at most

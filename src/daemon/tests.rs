@@ -219,6 +219,67 @@ fn malformed_json_gets_invalid_request_and_the_connection_stays_usable() {
     assert!(receive(&mut stream).unwrap().ok);
 }
 
+fn put(id: &str, text: &str) -> Value {
+    json!({
+        "request_id": id,
+        "idempotency_key": format!("key_{id}"),
+        "op": "artifact.put",
+        "context": {"workspace_id": "ws_pipe", "project_id": "pr_pipe"},
+        "input": {"kind": "note", "title": id, "media_type": "text/plain", "content": {"type": "text", "data": text}},
+    })
+}
+
+#[test]
+fn pipelined_requests_are_served_concurrently_and_answered_in_request_order() {
+    let fixture = Fixture::start();
+    let mut stream = fixture.raw();
+    // Three times the pipeline depth, written before any reply is read: writes, reads and
+    // a malformed frame mixed.
+    let count = 3 * connection::PIPELINE_DEPTH;
+    let mut expected = Vec::new();
+    for n in 0..count {
+        let id = format!("req_pipe_{n}");
+        let body = match n % 3 {
+            0 => serde_json::to_vec(&put(&id, &format!("pipelined note {n}"))).unwrap(),
+            1 => serde_json::to_vec(&capabilities(&id)).unwrap(),
+            _ => b"{not json".to_vec(),
+        };
+        send(&mut stream, &body);
+        expected.push(if n % 3 == 2 { "req_transport".to_owned() } else { id });
+    }
+    stream.shutdown(std::net::Shutdown::Write).unwrap();
+    let responses: Vec<Response> = (0..count).map(|_| receive(&mut stream).unwrap()).collect();
+    let answered: Vec<String> = responses.iter().map(|r| r.request_id.to_string()).collect();
+    assert_eq!(answered, expected);
+    for (n, response) in responses.iter().enumerate() {
+        assert_eq!(response.ok, n % 3 != 2, "{response:?}");
+    }
+    // Every reply owed was written before the connection closed.
+    assert!(receive(&mut stream).is_none());
+    let list = json!({
+        "request_id": "req_list",
+        "op": "artifact.list",
+        "context": {"workspace_id": "ws_pipe", "project_id": "pr_pipe"},
+        "input": {},
+    });
+    let listed = fixture.exchange(&list);
+    assert!(listed.ok, "{listed:?}");
+    assert_eq!(listed.result.unwrap()["total"], json!(count / 3));
+}
+
+#[test]
+fn an_oversized_frame_behind_pipelined_requests_is_refused_after_their_replies() {
+    let fixture = Fixture::start();
+    let mut stream = fixture.raw();
+    send(&mut stream, &serde_json::to_vec(&capabilities("req_first")).unwrap());
+    send(&mut stream, &serde_json::to_vec(&capabilities("req_second")).unwrap());
+    stream.write_all(&(MAX_FRAME_BYTES as u32 + 1).to_be_bytes()).unwrap();
+    assert_eq!(receive(&mut stream).unwrap().request_id, "req_first");
+    assert_eq!(receive(&mut stream).unwrap().request_id, "req_second");
+    assert_eq!(code(&receive(&mut stream).unwrap()), ErrorCode::ContentTooLarge);
+    assert!(receive(&mut stream).is_none());
+}
+
 #[test]
 fn a_truncated_frame_closes_only_that_connection() {
     let fixture = Fixture::start();

@@ -24,7 +24,8 @@ use std::sync::{Mutex, OnceLock};
 
 use serde_json::Value;
 
-use super::{Format, Issue, Item, RelationSpec, Source, scope_for, text};
+use super::{ClaimSpec, Format, Issue, Item, RelationSpec, Source, scope_for, text};
+use crate::client::socket::PIPELINE_WINDOW;
 use crate::progress::Progress;
 use crate::protocol::artifact::{ArtifactContent, ArtifactPutInput, ArtifactReviseInput};
 use crate::protocol::browse::{ArtifactListInput, ClaimListInput};
@@ -32,9 +33,10 @@ use crate::protocol::claim::{ClaimAssertInput, ClaimRecord, ClaimRetractInput, C
 use crate::protocol::ids::{ArtifactId, ArtifactRevisionId};
 use crate::protocol::limits::MAX_BROWSE_ITEMS;
 use crate::protocol::local::{ForeignImportResult, ImportCounts, ImportPreview, UnresolvedTarget};
+use crate::protocol::meta::CapabilitiesInput;
 use crate::protocol::relation::{EntityType, RelationPutInput, RelationType};
-use crate::protocol::{AmbientContext, ContextSource, ErrorBody, Horizon, Input, Request, RequestId};
-use crate::transport::{ClientError, Exchange, Transport};
+use crate::protocol::{AmbientContext, ContextSource, ErrorBody, Horizon, Input, Request, RequestId, Response};
+use crate::transport::{self, ClientError, Exchange, Transport};
 
 /// How many items a dry run previews.
 const PREVIEW_ITEMS: usize = 5;
@@ -76,6 +78,9 @@ struct Driver<'a> {
     transport: &'a dyn Transport,
     options: &'a Options,
     result: ForeignImportResult,
+    /// Independent writes sent at once: [`PIPELINE_WINDOW`] to a daemon that pipelines,
+    /// else one.
+    window: usize,
 }
 
 /// What every worker reads: artifacts and claims already in the store.
@@ -119,8 +124,15 @@ pub fn run(
             transport: transport.as_ref(),
             options,
             result: empty.clone(),
+            window: 1,
         })
         .collect();
+    if !options.dry_run && drivers[0].daemon_pipelines()? {
+        for driver in &mut drivers {
+            driver.window = PIPELINE_WINDOW;
+        }
+    }
+    let window = drivers[0].window;
     let mut index = Index::default();
     let mut scopes: Vec<Option<&str>> = source.items.iter().map(|i| i.project.as_deref()).collect();
     scopes.sort_unstable();
@@ -130,17 +142,17 @@ pub fn run(
     }
     let ids: Vec<OnceLock<ArtifactId>> = source.items.iter().map(|_| OnceLock::new()).collect();
     let progress = Mutex::new(progress);
-    parallel(&mut drivers, &source.items, |driver, position, item| {
-        let known = index.artifacts.get(&item.key);
-        match driver.item(item, known, &index) {
-            Ok(Some(artifact_id)) => {
-                let _ = ids[position].set(artifact_id);
+    let chunks: Vec<_> = source.items.chunks(window).collect();
+    parallel(&mut drivers, &chunks, |driver, chunk, items| {
+        for (offset, id) in driver.items(items, &index)?.into_iter().enumerate() {
+            if let Some(id) = id {
+                let _ = ids[chunk * window + offset].set(id);
             }
-            Ok(None) => {}
-            Err(Failed::Client(error)) => return Err(error),
-            Err(Failed::Refused(error)) => driver.skip(Issue::at(&item.file, Some(item.line), error.message)),
         }
-        progress.lock().unwrap_or_else(|e| e.into_inner()).inc(1);
+        progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .inc(items.len() as u64);
         Ok(())
     })?;
     let mut by_alias: HashMap<&str, &ArtifactId> = HashMap::new();
@@ -170,8 +182,9 @@ pub fn run(
             }
         }
     }
-    parallel(&mut drivers, &relations, |driver, _, (relation, from, to, kebab)| {
-        driver.relation(relation, from, to, kebab)
+    let chunks: Vec<_> = relations.chunks(window).collect();
+    parallel(&mut drivers, &chunks, |driver, _, relations| {
+        driver.relations(relations)
     })?;
     result.items = source.items.len() as u64;
     result.skipped += source.issues.len() as u64;
@@ -261,37 +274,44 @@ fn content_hash(item: &Item) -> String {
     hasher.finalize().to_hex().to_string()
 }
 
+/// A relation to write: its spec, the two artifacts, and its kebab-case type.
+type Link<'a> = (&'a RelationSpec, &'a ArtifactId, &'a ArtifactId, String);
+
 impl Driver<'_> {
-    fn relation(
-        &mut self,
-        relation: &RelationSpec,
-        from: &ArtifactId,
-        to: &ArtifactId,
-        kebab: &str,
-    ) -> Result<(), ClientError> {
-        let metadata = serde_json::json!({
-            "source_format": self.options.format.as_str(),
-            "relation_type": relation.relation_type,
-            "relation_type_kebab": kebab,
-        });
-        let input = RelationPutInput {
-            source_type: EntityType::Artifact,
-            source_id: from.to_string(),
-            relation: RelationType::References,
-            target_type: EntityType::Artifact,
-            target_id: to.to_string(),
-            metadata: metadata.as_object().cloned().unwrap_or_default(),
-        };
+    /// Writes `relations` (independent of each other) in one window.
+    fn relations(&mut self, relations: &[Link<'_>]) -> Result<(), ClientError> {
         if self.options.dry_run {
-            self.result.relations.created += 1;
+            self.result.relations.created += relations.len() as u64;
             return Ok(());
         }
-        let key = key("rel", &[from.as_ref(), to.as_ref(), &relation.relation_type]);
-        match self.call(input, Some(key), &self.options.context) {
-            Ok(ack) if ack.created => self.result.relations.created += 1,
-            Ok(_) => self.result.relations.unchanged += 1,
-            Err(Failed::Client(error)) => return Err(error),
-            Err(Failed::Refused(error)) => self.skip(Issue::at(&relation.file, Some(relation.line), error.message)),
+        let mut requests = Vec::with_capacity(relations.len());
+        for (relation, from, to, kebab) in relations {
+            let metadata = serde_json::json!({
+                "source_format": self.options.format.as_str(),
+                "relation_type": relation.relation_type,
+                "relation_type_kebab": kebab,
+            });
+            let input = RelationPutInput {
+                source_type: EntityType::Artifact,
+                source_id: from.to_string(),
+                relation: RelationType::References,
+                target_type: EntityType::Artifact,
+                target_id: to.to_string(),
+                metadata: metadata.as_object().cloned().unwrap_or_default(),
+            };
+            let key = key("rel", &[from.as_ref(), to.as_ref(), &relation.relation_type]);
+            requests.push(self.request(input, Some(key), &self.options.context)?);
+        }
+        let replies = self.transport.exchange_pipelined(&requests)?;
+        for ((relation, ..), reply) in relations.iter().zip(replies) {
+            match outcome::<RelationPutInput>(reply) {
+                Ok(ack) if ack.created => self.result.relations.created += 1,
+                Ok(_) => self.result.relations.unchanged += 1,
+                Err(Failed::Client(error)) => return Err(error),
+                Err(Failed::Refused(error)) => {
+                    self.skip(Issue::at(&relation.file, Some(relation.line), error.message));
+                }
+            }
         }
         Ok(())
     }
@@ -303,20 +323,128 @@ impl Driver<'_> {
 
     /// One request in `context`; a refusal is `Failed::Refused`.
     fn call<I: Input>(&self, input: I, key: Option<String>, context: &AmbientContext) -> Result<I::Output, Failed> {
+        let request = self.request(input, key, context)?;
+        outcome::<I>(self.transport.exchange_raw(&request)?)
+    }
+
+    /// The request document of `input` in `context`.
+    fn request<I: Input>(
+        &self,
+        input: I,
+        key: Option<String>,
+        context: &AmbientContext,
+    ) -> Result<Vec<u8>, ClientError> {
         let mut request =
             Request::new(RequestId::generate(), input).with_context(context.clone(), self.options.context_source);
         if let Some(key) = key {
             request = request.with_idempotency_key(key);
         }
-        let response = self.transport.exchange(&request)?;
-        match response.into_result() {
-            Some(Ok(output)) => Ok(output),
-            Some(Err(error)) => Err(Failed::Refused(error)),
-            None => Err(Failed::Refused(ErrorBody::new(
-                crate::protocol::ErrorCode::InternalError,
-                "an envelope with neither result nor error",
-            ))),
+        transport::encode(&request)
+    }
+
+    /// Whether the daemon serves pipelined requests (`capabilities.extensions`).
+    fn daemon_pipelines(&self) -> Result<bool, ClientError> {
+        let request = Request::new(RequestId::generate(), CapabilitiesInput {});
+        Ok(match self.transport.exchange(&request)?.into_result() {
+            Some(Ok(capabilities)) => capabilities
+                .extensions
+                .iter()
+                .any(|e| e.as_ref() == "pipelined_requests"),
+            _ => false,
+        })
+    }
+
+    /// Imports a window of items; returns each one's artifact id (none for an item that
+    /// failed, or in a dry run of a new item). New items are written together: their
+    /// artifacts, then all their claims.
+    fn items(&mut self, items: &[Item], index: &Index) -> Result<Vec<Option<ArtifactId>>, ClientError> {
+        let new = |item: &&Item| !self.options.dry_run && !index.artifacts.contains_key(&item.key);
+        let fresh: Vec<usize> = match items.iter().filter(new).count() {
+            0 | 1 => Vec::new(),
+            _ => (0..items.len()).filter(|&i| new(&&items[i])).collect(),
+        };
+        let mut ids = vec![None; items.len()];
+        for (position, item) in items.iter().enumerate() {
+            if fresh.contains(&position) {
+                continue;
+            }
+            ids[position] = match self.item(item, index.artifacts.get(&item.key), index) {
+                Ok(id) => id,
+                Err(Failed::Client(error)) => return Err(error),
+                Err(Failed::Refused(error)) => {
+                    self.skip(Issue::at(&item.file, Some(item.line), error.message));
+                    None
+                }
+            };
         }
+        let created = self.create(&fresh.iter().map(|&i| &items[i]).collect::<Vec<_>>(), index)?;
+        for (position, id) in fresh.into_iter().zip(created) {
+            ids[position] = id;
+        }
+        Ok(ids)
+    }
+
+    /// Puts new items' artifacts together, then asserts all their claims together.
+    fn create(&mut self, items: &[&Item], index: &Index) -> Result<Vec<Option<ArtifactId>>, ClientError> {
+        let puts = items
+            .iter()
+            .map(|item| {
+                let (input, key, context) = self.put(item);
+                self.request(input, Some(key), &context)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let replies = self.transport.exchange_pipelined(&puts)?;
+        let mut ids = vec![None; items.len()];
+        let mut asserts = Vec::new();
+        for (position, (item, reply)) in items.iter().zip(replies).enumerate() {
+            let context = scope_for(&self.options.context, item.project.as_deref());
+            let failed = match outcome::<ArtifactPutInput>(reply) {
+                Ok(ack) => {
+                    self.count_artifact(ack.created, false);
+                    let (artifact_id, revision_id) = (ack.record.artifact_id, ack.record.revision_id);
+                    if ack.created {
+                        for spec in &item.claims {
+                            let (input, key) = self.assert(item, spec, &artifact_id, &revision_id);
+                            asserts.push((position, self.request(input, Some(key), &context)?));
+                        }
+                        ids[position] = Some(artifact_id);
+                        continue;
+                    }
+                    // A replayed put (the artifact exists without its import key listed):
+                    // bring its claims in line one by one.
+                    let existing = index.claims.get(&artifact_id).cloned().unwrap_or_default();
+                    match self.sync_claims(item, &artifact_id, &revision_id, existing, &context) {
+                        Ok(()) => {
+                            ids[position] = Some(artifact_id);
+                            continue;
+                        }
+                        Err(failed) => failed,
+                    }
+                }
+                Err(failed) => failed,
+            };
+            match failed {
+                Failed::Client(error) => return Err(error),
+                Failed::Refused(error) => self.skip(Issue::at(&item.file, Some(item.line), error.message)),
+            }
+        }
+        let bodies: Vec<Vec<u8>> = asserts.iter().map(|(_, body)| body.clone()).collect();
+        let replies = self.transport.exchange_pipelined(&bodies)?;
+        for ((position, _), reply) in asserts.iter().zip(replies) {
+            match outcome::<ClaimAssertInput>(reply) {
+                Ok(ack) if ack.created => self.result.claims.created += 1,
+                Ok(_) => self.result.claims.unchanged += 1,
+                Err(Failed::Client(error)) => return Err(error),
+                // One failed request ends its item with one issue; re-running completes it.
+                Err(Failed::Refused(error)) => {
+                    if ids[*position].take().is_some() {
+                        let item = items[*position];
+                        self.skip(Issue::at(&item.file, Some(item.line), error.message));
+                    }
+                }
+            }
+        }
+        Ok(ids)
     }
 
     /// Indexes the imported artifacts of `context` by import key and, when there are any,
@@ -423,15 +551,8 @@ impl Driver<'_> {
         }
         let (artifact_id, revision_id, fresh) = match known {
             None => {
-                let input = ArtifactPutInput {
-                    kind: item.kind.clone(),
-                    title: item.title.clone(),
-                    media_type: item.media_type.clone(),
-                    content: ArtifactContent::Text(item.content.clone()),
-                    provenance,
-                    actor: self.options.actor.clone(),
-                };
-                let ack = self.call(input, Some(key("put", &[&item.key, &hash])), &context)?;
+                let (input, key, _) = self.put(item);
+                let ack = self.call(input, Some(key), &context)?;
                 self.count_artifact(ack.created, false);
                 (ack.record.artifact_id, ack.record.revision_id, ack.created)
             }
@@ -463,6 +584,53 @@ impl Driver<'_> {
         Ok(Some(artifact_id))
     }
 
+    /// The `artifact.put` of a new item, its idempotency key and its scope.
+    fn put(&self, item: &Item) -> (ArtifactPutInput, String, AmbientContext) {
+        let hash = content_hash(item);
+        let mut provenance = item.provenance.clone();
+        provenance.insert("import_key".to_owned(), Value::from(item.key.as_str()));
+        provenance.insert("content_blake3".to_owned(), Value::from(hash.as_str()));
+        let input = ArtifactPutInput {
+            kind: item.kind.clone(),
+            title: item.title.clone(),
+            media_type: item.media_type.clone(),
+            content: ArtifactContent::Text(item.content.clone()),
+            provenance,
+            actor: self.options.actor.clone(),
+        };
+        let context = scope_for(&self.options.context, item.project.as_deref());
+        (input, key("put", &[&item.key, &hash]), context)
+    }
+
+    /// The `claim.assert` of one of an item's claims on a revision, and its idempotency key.
+    fn assert(
+        &self,
+        item: &Item,
+        spec: &ClaimSpec,
+        artifact_id: &ArtifactId,
+        revision_id: &ArtifactRevisionId,
+    ) -> (ClaimAssertInput, String) {
+        let idempotency = key(
+            "clm",
+            &[
+                &item.key,
+                revision_id.as_ref(),
+                spec.claim_type.as_str(),
+                &spec.statement,
+            ],
+        );
+        let input = ClaimAssertInput {
+            claim_type: spec.claim_type,
+            statement: spec.statement.clone(),
+            confidence: None,
+            evidence: vec![locator(spec, artifact_id, revision_id)],
+            valid_from: None,
+            valid_until: None,
+            actor: self.options.actor.clone(),
+        };
+        (input, idempotency)
+    }
+
     fn count_artifact(&mut self, created: bool, revise: bool) {
         match (created, revise) {
             (true, false) => self.result.artifacts.created += 1,
@@ -486,12 +654,7 @@ impl Driver<'_> {
                 && claim.actor == self.options.actor
         };
         for spec in &item.claims {
-            let evidence = vec![EvidenceLocator {
-                artifact_id: artifact_id.clone(),
-                revision_id: revision_id.clone(),
-                start_byte: spec.span.map(|s| s.0),
-                end_byte: spec.span.map(|s| s.1),
-            }];
+            let evidence = vec![locator(spec, artifact_id, revision_id)];
             let matching = existing
                 .iter()
                 .position(|c| c.claim_type == spec.claim_type && c.statement == spec.statement && ours(c));
@@ -511,24 +674,7 @@ impl Driver<'_> {
                     self.result.claims.revised += 1;
                 }
                 None => {
-                    let idempotency = key(
-                        "clm",
-                        &[
-                            &item.key,
-                            revision_id.as_ref(),
-                            spec.claim_type.as_str(),
-                            &spec.statement,
-                        ],
-                    );
-                    let input = ClaimAssertInput {
-                        claim_type: spec.claim_type,
-                        statement: spec.statement.clone(),
-                        confidence: None,
-                        evidence,
-                        valid_from: None,
-                        valid_until: None,
-                        actor: self.options.actor.clone(),
-                    };
+                    let (input, idempotency) = self.assert(item, spec, artifact_id, revision_id);
                     let ack = self.call(input, Some(idempotency), context)?;
                     if ack.created {
                         self.result.claims.created += 1;
@@ -550,5 +696,30 @@ impl Driver<'_> {
             self.result.claims.retracted += 1;
         }
         Ok(())
+    }
+}
+
+/// The evidence of an imported claim: its span of the artifact revision.
+fn locator(spec: &ClaimSpec, artifact_id: &ArtifactId, revision_id: &ArtifactRevisionId) -> EvidenceLocator {
+    EvidenceLocator {
+        artifact_id: artifact_id.clone(),
+        revision_id: revision_id.clone(),
+        start_byte: spec.span.map(|s| s.0),
+        end_byte: spec.span.map(|s| s.1),
+    }
+}
+
+/// The result of one response: its output, or the daemon's refusal.
+fn outcome<I: Input>(response: Response) -> Result<I::Output, Failed> {
+    let response = response
+        .decode::<I::Output>()
+        .map_err(|source| ClientError::UnexpectedResult { op: I::OP, source })?;
+    match response.into_result() {
+        Some(Ok(output)) => Ok(output),
+        Some(Err(error)) => Err(Failed::Refused(error)),
+        None => Err(Failed::Refused(ErrorBody::new(
+            crate::protocol::ErrorCode::InternalError,
+            "an envelope with neither result nor error",
+        ))),
     }
 }

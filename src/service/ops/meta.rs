@@ -98,6 +98,7 @@ pub(crate) fn document_for(kind: crate::store::StoreKind) -> CapabilitiesDocumen
             "reindex",
             "connection_busy_envelope",
             "multi_request_connections",
+            "pipelined_requests",
             "recency_policy",
             "artifact.list",
             "claim.list",
