@@ -65,10 +65,13 @@ fn fixture(items: usize) -> String {
         .collect();
     let relation_types = ["works_on", "uses", "knowsAbout", "depends on", "owned_by"];
     for _ in entities..items {
+        // Two different entities: a relation of an artifact to itself is refused.
+        let from = rng.below(names.len());
+        let to = (from + 1 + rng.below(names.len() - 1)) % names.len();
         let line = serde_json::json!({
             "type": "relation",
-            "from": names[rng.below(names.len())],
-            "to": names[rng.below(names.len())],
+            "from": names[from],
+            "to": names[to],
             "relationType": relation_types[rng.below(relation_types.len())],
         });
         writeln!(text, "{line}").unwrap();

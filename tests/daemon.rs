@@ -123,6 +123,39 @@ fn one_request_per_connection_clients_and_multi_request_connections_both_work() 
 }
 
 #[test]
+fn a_pipelining_client_gets_every_reply_in_order_and_a_replay_creates_nothing() {
+    let daemon = TestDaemon::start();
+    let capabilities = daemon
+        .client()
+        .exchange_json(&request("capabilities", json!({})))
+        .unwrap();
+    let extensions = capabilities.result.unwrap()["extensions"].clone();
+    assert!(extensions.as_array().unwrap().contains(&json!("pipelined_requests")));
+    // Three windows and a bit, on one kept connection.
+    let bodies: Vec<Vec<u8>> = (0..27)
+        .map(|n| serde_json::to_vec(&put(&format!("pipe_{n}"))).unwrap())
+        .collect();
+    let client = daemon.client().keep_alive();
+    for (round, created) in [(0, true), (1, false)] {
+        let responses = client.exchange_pipelined(&bodies).unwrap();
+        assert_eq!(responses.len(), bodies.len());
+        for (n, response) in responses.iter().enumerate() {
+            assert_eq!(
+                response.request_id.to_string(),
+                format!("req_pipe_{n}"),
+                "round {round}"
+            );
+            let result = response.result.as_ref().unwrap_or_else(|| panic!("{response:?}"));
+            assert_eq!(result["created"], json!(created), "round {round}");
+        }
+    }
+    let listed = client
+        .exchange_json(&json!({"request_id": "req_list", "op": "artifact.list", "context": context(), "input": {}}))
+        .unwrap();
+    assert_eq!(listed.result.unwrap()["total"], json!(27));
+}
+
+#[test]
 fn oversized_and_garbage_frames_get_error_envelopes_and_the_daemon_keeps_serving() {
     let daemon = TestDaemon::start();
     let mut stream = daemon.raw();

@@ -17,6 +17,12 @@
 //!
 //! **Items are units.** An item is parsed whole before anything is sent; one failed request
 //! ends that item with an issue and the driver moves on; re-running completes it.
+//!
+//! **Windows.** To a daemon that lists `pipelined_requests`, each worker sends a window of
+//! up to [`PIPELINE_WINDOW`] items at a time: the new items' `artifact.put`s pipelined on its
+//! connection, then all their claims, so the daemon's group commit takes many writes per
+//! commit. Relations go the same way. Revised and unchanged items go one at a time. In a
+//! window a failed claim does not stop its item's other claims, which were already sent.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};

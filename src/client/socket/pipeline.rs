@@ -141,3 +141,20 @@ fn exchange_window(
     }
     Ok(replies)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_holds_at_most_eight_requests_and_256_kib_but_never_none() {
+        let small = vec![vec![b'x'; 100]; 20];
+        assert_eq!(window_len(&small), PIPELINE_WINDOW);
+        let large = vec![vec![b'x'; 200 * 1024]; 3];
+        assert_eq!(window_len(&large), 1);
+        let huge = vec![vec![b'x'; 2 * WINDOW_BYTES]];
+        assert_eq!(window_len(&huge), 1);
+        let mixed = vec![vec![b'x'; 100], vec![b'x'; 100], vec![b'x'; WINDOW_BYTES]];
+        assert_eq!(window_len(&mixed), 2);
+    }
+}
