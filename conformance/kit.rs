@@ -119,6 +119,7 @@ fn run(args: Args) -> Result<ExitCode, String> {
     let checks = Arc::new(Checks {
         reference,
         ours: OurSchemas::MemoreeLevelOnly,
+        wording: level != LevelFilter::V1,
     });
     let catalog = Arc::new(Catalog::embedded(embedded::FILES));
     let options = PlanOptions { level, update: None };

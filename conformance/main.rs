@@ -183,6 +183,7 @@ fn main() -> ExitCode {
     let checks = Checks {
         reference,
         ours: OurSchemas::Always,
+        wording: true,
     };
     // The round trips exercise this crate in process; the extra TCP pass of the suite need
     // not repeat them.

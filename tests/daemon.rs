@@ -549,15 +549,26 @@ fn daemon_stop_and_restart_refuse_a_non_default_endpoint() {
     assert_eq!(envelope["result"]["daemon_pid"], json!(daemon.pid()));
 }
 
-/// Listens on `home`'s default socket and answers every `doctor` with `result`.
+/// Listens on `home`'s default socket and answers every request with `result`, or
+/// (`start_with`) with the envelope `answer` makes of it; keeps the requests it read.
 struct Impostor {
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
     socket: std::path::PathBuf,
+    requests: Arc<Mutex<Vec<Value>>>,
 }
 
 impl Impostor {
     fn start(home: &TempHome, result: Value) -> Impostor {
+        Impostor::start_with(home, move |request| {
+            let id = request["request_id"].as_str().unwrap_or("req_x");
+            serde_json::to_value(Response::success(id, result.clone())).unwrap()
+        })
+    }
+
+    fn start_with(home: &TempHome, answer: impl Fn(&Value) -> Value + Send + 'static) -> Impostor {
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&requests);
         std::fs::create_dir_all(home.runtime_dir()).unwrap();
         std::fs::set_permissions(home.runtime_dir(), std::fs::Permissions::from_mode(0o700)).unwrap();
         let listener = UnixListener::bind(home.socket()).unwrap();
@@ -576,8 +587,8 @@ impl Impostor {
                     continue;
                 };
                 let request: Value = serde_json::from_slice(&body).unwrap();
-                let id = request["request_id"].as_str().unwrap_or("req_x");
-                let reply = serde_json::to_vec(&Response::success(id, result.clone())).unwrap();
+                let reply = serde_json::to_vec(&answer(&request)).unwrap();
+                seen.lock().unwrap().push(request);
                 let _ = memoree::frame::blocking::write(&mut stream, &reply, 1 << 20);
             }
         });
@@ -585,8 +596,45 @@ impl Impostor {
             stop,
             thread: Some(thread),
             socket: home.socket(),
+            requests,
         }
     }
+}
+
+#[test]
+fn call_passes_a_newer_daemons_operation_and_error_code_through_unchanged() {
+    let home = TempHome::new();
+    let impostor = Impostor::start_with(&home, |request| {
+        json!({"v": 1, "request_id": request["request_id"], "ok": false, "error": {
+            "code": "CITATION_ERROR", "message": "citation error: range_required", "retryable": false,
+            "details": {"reason": "range_required"}}})
+    });
+    // An operation this binary does not know gets the ambient context when one resolves.
+    let mut command = home.command(&["call"]);
+    command.env(
+        "MEMOREE_CONTEXT",
+        r#"{"workspace_id":"wsp_newer","project_id":"prj_newer"}"#,
+    );
+    let body = json!({"v": 1, "request_id": "req_newer", "op": "citation.future", "input": {"uri": "x"}});
+    let output = home.output(&mut command, Some(&serde_json::to_vec(&body).unwrap()));
+    let envelope: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(1), "{envelope}");
+    assert_eq!(
+        envelope["error"],
+        json!({"code": "CITATION_ERROR", "message": "citation error: range_required", "retryable": false,
+               "details": {"reason": "range_required"}})
+    );
+    assert_eq!(envelope["request_id"], "req_newer");
+    let sent = impostor.requests.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(sent["op"], "citation.future");
+    assert_eq!(sent["context"]["workspace_id"], "wsp_newer");
+    assert_eq!(sent["context"]["project_id"], "prj_newer");
+    // With no ambient context it goes as it is, and the daemon decides.
+    let (status, envelope) = home.call(&body);
+    assert_eq!(status.code(), Some(1), "{envelope}");
+    assert_eq!(envelope["error"]["code"], "CITATION_ERROR");
+    let sent = impostor.requests.lock().unwrap().last().cloned().unwrap();
+    assert!(sent.get("context").is_none_or(Value::is_null), "{sent}");
 }
 
 impl Drop for Impostor {

@@ -73,13 +73,15 @@ fn build(global: &GlobalArgs, timeouts: ClientTimeouts, persistent: bool) -> Res
 
 /// The ambient context resolved on this machine for an operation that needs one.
 pub(crate) fn resolve(op: Operation) -> Result<(AmbientContext, ContextSource), CliError> {
+    ambient()?.ok_or_else(|| ServiceError::NoAmbientContext(op.wire_name()).into())
+}
+
+/// The ambient context resolved on this machine, if there is one.
+fn ambient() -> Result<Option<(AmbientContext, ContextSource)>, CliError> {
     let paths = Paths::from_env()?;
     let cwd = std::env::current_dir().map_err(|e| CliError::io("cannot read the working directory", e))?;
     let resolution = ambient::resolve(None, &env_lookup, &cwd, &paths.config_file)?;
-    match resolution.context {
-        Some(context) => Ok((context, resolution.source)),
-        None => Err(ServiceError::NoAmbientContext(op.wire_name()).into()),
-    }
+    Ok(resolution.context.map(|context| (context, resolution.source)))
 }
 
 /// Attaches the resolved ambient context to a typed request whose operation needs one and
@@ -109,14 +111,18 @@ struct Envelope {
 }
 
 /// [`attach_context`] for a raw request document (`memoree call`). A document that is not
-/// an object, or whose operation is unknown, is sent as it is.
+/// an object, or has no operation name, is sent as it is. An operation this binary does not
+/// know (a newer daemon's, such as `memory.retrieve` of reference v0.7.1) gets the ambient
+/// context when one resolves and goes without it otherwise: the daemon knows whether it
+/// needs one.
 pub(crate) fn attach_context_to_document(document: &mut Value) -> Result<(), CliError> {
     let Ok(envelope) = Envelope::deserialize(&*document) else {
         return Ok(());
     };
-    let Some(op) = envelope.op.as_ref().and_then(Value::as_str).and_then(Operation::parse) else {
+    let Some(name) = envelope.op.as_ref().and_then(Value::as_str) else {
         return Ok(());
     };
+    let op = Operation::parse(name);
     let Some(object) = document.as_object_mut() else {
         return Ok(());
     };
@@ -133,10 +139,14 @@ pub(crate) fn attach_context_to_document(document: &mut Value) -> Result<(), Cli
         }
         return Ok(());
     }
-    if !op.needs_context() {
-        return Ok(());
-    }
-    let (context, source) = resolve(op)?;
+    let (context, source) = match op {
+        Some(op) if !op.needs_context() => return Ok(()),
+        Some(op) => resolve(op)?,
+        None => match ambient()? {
+            Some(resolved) => resolved,
+            None => return Ok(()),
+        },
+    };
     let context = serde_json::to_value(&context).map_err(|e| CliError::Internal(e.to_string()))?;
     object.insert("context".to_owned(), context);
     object.insert("context_source".to_owned(), Value::from(source.as_str()));

@@ -330,15 +330,62 @@ impl Response<Value> {
 
 /// The `error` object of a failure envelope. `details` is always present (`null` when
 /// there are none).
+///
+/// A code this binary does not know (a newer server's, say `CITATION_ERROR`) is read, not
+/// refused: `code` is then `INTERNAL_ERROR` (what a caller may rely on: not one of the
+/// codes it handles, exit status 1) and [`ErrorBody::unrecognized_code`] keeps the code as
+/// sent, which is what is written back out, so the envelope passes through unchanged.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(from = "WireErrorBody", into = "WireErrorBody")]
 pub struct ErrorBody {
     pub code: ErrorCode,
     pub message: String,
     pub retryable: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
-    #[serde(default)]
     pub details: Value,
+    /// The code as received, when it is none of [`ErrorCode`].
+    pub unrecognized_code: Option<String>,
+}
+
+/// [`ErrorBody`] as it is on the wire: the code as a string.
+#[derive(Serialize, Deserialize)]
+struct WireErrorBody {
+    code: String,
+    message: String,
+    retryable: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    hint: Option<String>,
+    #[serde(default)]
+    details: Value,
+}
+
+impl From<WireErrorBody> for ErrorBody {
+    fn from(wire: WireErrorBody) -> ErrorBody {
+        let (code, unrecognized_code) = match ErrorCode::parse(&wire.code) {
+            Some(code) => (code, None),
+            None => (ErrorCode::InternalError, Some(wire.code)),
+        };
+        ErrorBody {
+            code,
+            message: wire.message,
+            retryable: wire.retryable,
+            hint: wire.hint,
+            details: wire.details,
+            unrecognized_code,
+        }
+    }
+}
+
+impl From<ErrorBody> for WireErrorBody {
+    fn from(body: ErrorBody) -> WireErrorBody {
+        WireErrorBody {
+            code: body.unrecognized_code.unwrap_or_else(|| body.code.as_str().to_owned()),
+            message: body.message,
+            retryable: body.retryable,
+            hint: body.hint,
+            details: body.details,
+        }
+    }
 }
 
 impl ErrorBody {
@@ -351,7 +398,13 @@ impl ErrorBody {
             retryable: code.default_retryable(),
             hint: None,
             details: Value::Null,
+            unrecognized_code: None,
         }
+    }
+
+    /// The code as it is on the wire (see [`ErrorBody::unrecognized_code`]).
+    pub fn wire_code(&self) -> &str {
+        self.unrecognized_code.as_deref().unwrap_or(self.code.as_str())
     }
 
     /// An error whose message is the code's prefix and `detail`, for example
@@ -388,4 +441,23 @@ impl ErrorBody {
 pub struct Warning {
     pub code: String,
     pub message: String,
+}
+
+#[cfg(test)]
+mod error_body_tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_error_code_is_read_as_internal_error_and_written_back_as_received() {
+        let wire = serde_json::json!({"code": "CITATION_ERROR", "message": "citation error: x", "retryable": false, "details": null});
+        let body: ErrorBody = serde_json::from_value(wire.clone()).unwrap();
+        assert_eq!(body.code, ErrorCode::InternalError);
+        assert_eq!(body.wire_code(), "CITATION_ERROR");
+        assert_eq!(serde_json::to_value(&body).unwrap(), wire);
+        let known: ErrorBody = serde_json::from_value(
+            serde_json::json!({"code": "NOT_FOUND", "message": "not found: x", "retryable": false}),
+        )
+        .unwrap();
+        assert_eq!((known.code, known.unrecognized_code), (ErrorCode::NotFound, None));
+    }
 }
