@@ -4,7 +4,9 @@
 //! server with `pg_ctl`, listening only on a Unix socket inside that directory (no TCP port,
 //! so parallel clusters never collide). It trusts local connections from the one role
 //! `memoree`; [`TestCluster::url`] names a database in it. Dropping the cluster stops the
-//! server (`pg_ctl stop -m immediate`) and removes the directory.
+//! server (`pg_ctl stop -m immediate`) and removes the directory; a cluster whose test process
+//! was killed before that is stopped and removed by the next process that starts one
+//! (`reaper`).
 //!
 //! PostgreSQL refuses to run as root, so when the caller is root the server runs as the
 //! `postgres` system account (or `MEMOREE_PG_USER`) through `runuser`. The server binaries are
@@ -20,6 +22,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
+
+mod reaper;
 
 /// The superuser role every test cluster trusts.
 pub const ROLE: &str = "memoree";
@@ -76,10 +80,16 @@ impl TestCluster {
         } else {
             None
         };
+        reaper::reap_once(|data| {
+            let _ = tool(&bin, run_as.as_deref(), "pg_ctl")
+                .args(["-D", path_str(data), "-m", "immediate", "-w", "stop"])
+                .output();
+        });
         let dir = tempfile::Builder::new()
-            .prefix("memoree-pg-")
+            .prefix(reaper::DIR_PREFIX)
             .tempdir()
             .expect("create a temporary directory for the test cluster");
+        reaper::record_owner(dir.path());
         let cluster = TestCluster {
             dir,
             bin,
@@ -287,24 +297,11 @@ impl TestCluster {
         }
     }
 
-    fn run(&self, tool: &str, args: &[&str]) -> Output {
-        let program = self.bin.join(tool);
-        let mut command = match &self.run_as {
-            Some(user) => {
-                let mut command = Command::new("runuser");
-                command.arg("-u").arg(user).arg("--").arg(&program);
-                command
-            }
-            None => Command::new(&program),
-        };
-        command
+    fn run(&self, name: &str, args: &[&str]) -> Output {
+        tool(&self.bin, self.run_as.as_deref(), name)
             .args(args)
-            .stdin(Stdio::null())
-            .env_remove("PGDATA")
-            .env_remove("PGHOST")
-            .env_remove("PGPORT")
             .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()))
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", self.bin.join(name).display()))
     }
 
     fn run_checked(&self, tool: &str, args: &[&str]) -> Output {
@@ -318,6 +315,25 @@ impl TestCluster {
         );
         output
     }
+}
+
+/// A command running the server tool `name` of `bin`, as `run_as` when given.
+fn tool(bin: &Path, run_as: Option<&str>, name: &str) -> Command {
+    let program = bin.join(name);
+    let mut command = match run_as {
+        Some(user) => {
+            let mut command = Command::new("runuser");
+            command.arg("-u").arg(user).arg("--").arg(&program);
+            command
+        }
+        None => Command::new(&program),
+    };
+    command
+        .stdin(Stdio::null())
+        .env_remove("PGDATA")
+        .env_remove("PGHOST")
+        .env_remove("PGPORT");
+    command
 }
 
 /// `count` front ends on one fresh database of a new cluster, as `count` `memoree serve`
