@@ -12,8 +12,6 @@
 //! reconnect and busy retry; that is why every request must be safe to send twice. A
 //! connection that breaks after some replies is a transport error.
 
-use std::time::Instant;
-
 use super::{SocketSession, Step, Stream, Timed, decode_response, is_busy, is_stale, too_large};
 use crate::client::socket::ClientTimeouts;
 use crate::frame::{self, FrameError, MAX_FRAME_BYTES};
@@ -96,17 +94,7 @@ fn exchange_window(
     window: &[Vec<u8>],
     timeouts: &ClientTimeouts,
 ) -> Result<Vec<Response>, WindowFailure> {
-    let exchange_deadline = Instant::now() + timeouts.exchange;
-    let mut timed = Timed {
-        stream,
-        exchange_deadline,
-        exchange_limit: timeouts.exchange,
-        step_deadline: exchange_deadline,
-        step_limit: timeouts.write,
-        step: Step::Write,
-        read_armed: None,
-        write_armed: None,
-    };
+    let mut timed = Timed::new(stream, timeouts);
     for body in window {
         timed.begin(Step::Write, timeouts.write);
         match frame::blocking::write(&mut timed, body, MAX_FRAME_BYTES) {
