@@ -23,8 +23,7 @@ use crate::protocol::local::{
     CheckpointSummary, CheckpointWriteResult, PendingDropResult, PendingListResult, PendingShowResult,
 };
 
-/// The directory under the data dir.
-pub const PENDING_DIR: &str = "pending-checkpoints";
+pub use crate::paths::PENDING_DIR;
 /// The largest accepted checkpoint input.
 pub const MAX_CHECKPOINT_INPUT_BYTES: usize = 64 * 1024;
 /// The largest stored checkpoint text, marker included.
