@@ -346,45 +346,6 @@ fn parse_excerpt_citation(citation: &str) -> Option<(&str, &str, usize, usize)> 
     Some((artifact, revision, start.parse().ok()?, end.parse().ok()?))
 }
 
-/// Whether `excerpt` shows exactly `content[start..end]`: equal, or equal once the
-/// ellipses marking left-out text at either end and the match highlights are removed
-/// (a window whose source holds highlight characters itself is never highlighted).
-pub fn excerpt_round_trips(excerpt: &str, content: &[u8], start: usize, end: usize) -> bool {
-    use crate::retrieval::snippet::{ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN};
-    if start >= end || end > content.len() {
-        return false;
-    }
-    let Ok(cited) = std::str::from_utf8(&content[start..end]) else {
-        return false;
-    };
-    if excerpt == cited {
-        return true;
-    }
-    let mut body = excerpt;
-    if start > 0 {
-        let Some(rest) = body.strip_prefix(ELLIPSIS) else {
-            return false;
-        };
-        body = rest;
-    }
-    if end < content.len() {
-        let Some(rest) = body.strip_suffix(ELLIPSIS) else {
-            return false;
-        };
-        body = rest;
-    }
-    if cited.contains(HIGHLIGHT_OPEN) || cited.contains(HIGHLIGHT_CLOSE) {
-        return body == cited;
-    }
-    body.replace(
-        [
-            HIGHLIGHT_OPEN.chars().next().unwrap_or_default(),
-            HIGHLIGHT_CLOSE.chars().next().unwrap_or_default(),
-        ],
-        "",
-    ) == cited
-}
-
 /// Every `excerpt_citation` in search hits, near misses, recall references, evidence and
 /// the bundle manifest names existing bytes, and (where the excerpt is at hand) exactly
 /// the excerpt's bytes.
@@ -430,7 +391,7 @@ fn check_excerpt_citations(
             continue;
         };
         let exact = match &excerpt {
-            Some(excerpt) => excerpt_round_trips(excerpt, bytes, start, end),
+            Some(excerpt) => crate::retrieval::snippet::excerpt_round_trips(excerpt, bytes, start, end),
             None => start < end && end <= bytes.len(),
         };
         if !exact {

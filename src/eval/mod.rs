@@ -22,7 +22,6 @@ use crate::retrieval::qualify::PolicyVersion;
 use crate::service::InProcess;
 use crate::service::Service;
 
-pub use checks::excerpt_round_trips;
 pub use corpus::{Case, Corpus, Gate, Slice};
 
 /// Why an evaluation could not run at all (as opposed to a case failing).

@@ -372,5 +372,43 @@ pub fn lossy_span(bytes: &[u8], start: usize, end: usize) -> Option<String> {
     Some(String::from_utf8_lossy(span).into_owned())
 }
 
+/// Whether `excerpt` shows exactly `content[start..end]`: equal, or equal once the
+/// ellipses marking left-out text at either end and the match highlights are removed
+/// (a window whose source holds highlight characters itself is never highlighted).
+pub fn excerpt_round_trips(excerpt: &str, content: &[u8], start: usize, end: usize) -> bool {
+    if start >= end || end > content.len() {
+        return false;
+    }
+    let Ok(cited) = std::str::from_utf8(&content[start..end]) else {
+        return false;
+    };
+    if excerpt == cited {
+        return true;
+    }
+    let mut body = excerpt;
+    if start > 0 {
+        let Some(rest) = body.strip_prefix(ELLIPSIS) else {
+            return false;
+        };
+        body = rest;
+    }
+    if end < content.len() {
+        let Some(rest) = body.strip_suffix(ELLIPSIS) else {
+            return false;
+        };
+        body = rest;
+    }
+    if cited.contains(HIGHLIGHT_OPEN) || cited.contains(HIGHLIGHT_CLOSE) {
+        return body == cited;
+    }
+    body.replace(
+        [
+            HIGHLIGHT_OPEN.chars().next().unwrap_or_default(),
+            HIGHLIGHT_CLOSE.chars().next().unwrap_or_default(),
+        ],
+        "",
+    ) == cited
+}
+
 #[cfg(test)]
 mod tests;

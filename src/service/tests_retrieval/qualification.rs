@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::support::*;
-use crate::eval::excerpt_round_trips;
+use crate::retrieval::snippet::excerpt_round_trips;
 
 fn content(f: &Fixture, artifact: &Value) -> Vec<u8> {
     let got = f.ok(json!({"request_id": "r", "op": "artifact.get",
