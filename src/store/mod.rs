@@ -172,12 +172,6 @@ impl<'c> Tx<'c> {
         self.db
     }
 
-    /// The SQLite connection, for store code not yet written against [`Db`]; on PostgreSQL
-    /// it is [`StoreError::Unsupported`].
-    pub fn sqlite(&self) -> StoreResult<&'c Connection> {
-        self.db.sqlite()
-    }
-
     /// The instant this mutation is recorded at.
     pub fn now(&self) -> Timestamp {
         self.now
@@ -387,17 +381,6 @@ impl Store {
     /// Whether this store is the embedded SQLite store.
     pub fn is_embedded(&self) -> bool {
         matches!(self.inner.backend, Backend::Sqlite { .. })
-    }
-
-    /// Refuses `what` on a PostgreSQL store: store code that exists for SQLite only (see
-    /// ARCHITECTURE.md, *PostgreSQL*) calls this first.
-    pub fn embedded_only(&self, what: &str) -> StoreResult<()> {
-        if self.is_embedded() {
-            return Ok(());
-        }
-        Err(StoreError::Unsupported(format!(
-            "{what} is not yet implemented on the PostgreSQL store"
-        )))
     }
 
     /// The data directory.

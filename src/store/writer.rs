@@ -331,7 +331,8 @@ mod tests {
     use super::*;
 
     fn insert(tx: &Tx<'_>, bytes: usize) -> StoreResult<()> {
-        tx.sqlite()?
+        tx.db()
+            .sqlite()?
             .execute("INSERT INTO t (v) VALUES (?1)", [vec![7u8; bytes]])?;
         Ok(())
     }
