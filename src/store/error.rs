@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use serde_json::{Value, json};
+
 use crate::blob::BlobError;
 use crate::protocol::ErrorCode;
 
@@ -25,7 +27,7 @@ pub enum StoreError {
     },
     /// An export archive that cannot be imported (see `store::portable`).
     #[error(transparent)]
-    Archive(#[from] super::portable::ArchiveError),
+    Archive(#[from] ArchiveError),
     #[error("{}: {entity_type} {entity_id} is at revision {current}, not {requested}", ErrorCode::RevisionConflict.prefix())]
     RevisionConflict {
         entity_type: &'static str,
@@ -167,3 +169,66 @@ fn pg_message(error: &postgres::Error) -> String {
 
 /// Shorthand for store results.
 pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Why an archive cannot be imported. The service maps each case to a wire code (see
+/// `service::error_body`); the export format itself is `store::portable`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArchiveError {
+    /// The path holds no manifest, or not one of this format.
+    #[error("not a Memoree export: {0}")]
+    NotAnArchive(String),
+    /// The archive was written by a newer format version.
+    #[error("archive format version {found} is newer than this binary reads ({supported}); upgrade memoree")]
+    FutureVersion { found: u64, supported: u32 },
+    /// Truncated or tampered: a digest, count or size does not match the manifest.
+    #[error("the archive is damaged: {0}")]
+    Damaged(String),
+    /// A record is not valid for its type or contradicts another record.
+    #[error("the archive holds an invalid record: {0}")]
+    Malformed(String),
+    /// Ids in the archive exist in the target with different content.
+    #[error("the archive collides with this store: {count} records have ids that exist here with different content; first: {}", first.join("; "))]
+    Collision { count: usize, first: Vec<String> },
+    /// `--into-empty` aimed at a store that holds memory.
+    #[error("the target store is not empty: {0}")]
+    TargetNotEmpty(String),
+}
+
+impl ArchiveError {
+    /// The hint sent with the error.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            ArchiveError::NotAnArchive(_) => "Pass the directory written by `memoree export` (it holds manifest.json).",
+            ArchiveError::FutureVersion { .. } => "Import it with the memoree version that wrote it, or a newer one.",
+            ArchiveError::Damaged(_) => {
+                "Nothing was imported. Copy the archive again from its source, or export again; a partial copy is refused."
+            }
+            ArchiveError::Malformed(_) => {
+                "Nothing was imported. The archive was not written by a compatible memoree export."
+            }
+            ArchiveError::Collision { .. } => {
+                "Nothing was imported. Those ids already hold different memory here; import into another store, or remove the conflicting source records before exporting."
+            }
+            ArchiveError::TargetNotEmpty(_) => {
+                "Use --merge to bring the archive into a store that holds memory, or import into a new data directory."
+            }
+        }
+    }
+
+    /// `details` of the error body: `reason` plus the case's facts.
+    pub fn details(&self) -> Value {
+        match self {
+            ArchiveError::NotAnArchive(_) => json!({"reason": "not_an_archive"}),
+            ArchiveError::FutureVersion { found, supported } => json!({
+                "reason": "archive_version_unsupported", "archive_format_version": found, "supported_format_version": supported,
+            }),
+            ArchiveError::Damaged(_) => json!({"reason": "archive_damaged"}),
+            ArchiveError::Malformed(_) => json!({"reason": "archive_record_invalid"}),
+            ArchiveError::Collision { count, first } => {
+                json!({"reason": "import_collision", "collisions": count, "first_collisions": first})
+            }
+            ArchiveError::TargetNotEmpty(_) => json!({"reason": "target_not_empty"}),
+        }
+    }
+}
