@@ -18,15 +18,16 @@
 //! does not exist or holds a complete, verified backup. There is no idempotency record:
 //! after a lost response, inspect the destination instead of retrying blindly.
 
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use rusqlite::backup::{Backup, StepResult};
 use rusqlite::{Connection, OpenFlags};
 
 use super::error::{StoreError, StoreResult};
+use super::staging;
 use super::verify::{self, VerifyReport};
 use super::{BLOBS_DIR, DB_FILE, Store, last_commit_seq};
 use crate::blob::{self, Digest};
@@ -36,6 +37,8 @@ use crate::timefmt::{self, Timestamp};
 
 /// Prefix of the staging directory created next to the destination.
 pub const STAGING_PREFIX: &str = ".memoree-backup-stage-";
+/// What the destination is called in messages.
+const WHAT: &str = "backup destination";
 /// Database pages copied per online-backup step.
 const PAGES_PER_STEP: i32 = 1024;
 
@@ -77,13 +80,8 @@ pub(crate) fn create(
     if let super::Backend::Postgres(pg) = &store.inner.backend {
         return archive::create(store, pg, destination);
     }
-    let parent = check_destination(store, destination)?;
-    let staging = tempfile::Builder::new()
-        .prefix(STAGING_PREFIX)
-        .rand_bytes(6)
-        .tempdir_in(&parent)
-        .map_err(|e| unusable(destination, e))?;
-    fs::set_permissions(staging.path(), fs::Permissions::from_mode(fsutil::PRIVATE_DIR_MODE))?;
+    let parent = staging::check_destination(WHAT, Some(store.data_dir()), destination)?;
+    let staging = staging::staging_dir(&parent, STAGING_PREFIX)?;
 
     let staged_db = staging.path().join(DB_FILE);
     let commit_seq = {
@@ -100,7 +98,7 @@ pub(crate) fn create(
     if !report.is_ok() {
         return Err(StoreError::Integrity(format!(
             "the staged backup failed verification: {}",
-            summarize(&report)
+            verify::summarize(&report)
         )));
     }
     if report.last_commit_seq != commit_seq {
@@ -109,10 +107,10 @@ pub(crate) fn create(
             report.last_commit_seq
         )));
     }
-    sync_tree(staging.path())?;
+    staging::sync_tree(staging.path())?;
     hook(Stage::Publish)?;
 
-    publish(staging.path(), destination)?;
+    staging::publish(WHAT, staging.path(), destination)?;
     // The directory now lives at the destination; nothing is left to clean up.
     let _ = staging.keep();
     fsutil::fsync_dir(&parent)?;
@@ -124,71 +122,6 @@ pub(crate) fn create(
         copied_external_blobs,
         created_at: timefmt::now(),
     })
-}
-
-/// Validates the destination and returns its (created if needed) parent directory.
-///
-/// Everything that makes the destination unusable is the caller's `INVALID_REQUEST`: an
-/// existing entry (symbolic links included, never followed), a path into the data
-/// directory, a parent that cannot be a directory, a name the filesystem refuses. Only a
-/// full disk stays an I/O failure (reported as storage full).
-fn check_destination(store: &Store, destination: &Path) -> StoreResult<PathBuf> {
-    if !destination.is_absolute() {
-        return Err(StoreError::Invalid(format!(
-            "backup destination must be an absolute path, got {}",
-            destination.display()
-        )));
-    }
-    // Existence first, so `/` and `/tmp/..` are reported as existing like any other directory.
-    match fs::symlink_metadata(destination) {
-        Ok(_) => {
-            return Err(StoreError::Invalid(format!(
-                "backup destination already exists: {}",
-                destination.display()
-            )));
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(unusable(destination, e)),
-    }
-    let (Some(parent), Some(_)) = (destination.parent(), destination.file_name()) else {
-        return Err(StoreError::Invalid(format!(
-            "backup destination {} does not name a new directory",
-            destination.display()
-        )));
-    };
-    // Checked on the nearest existing ancestor, before any directory is created. The
-    // directories still to be created must be plain names: a `..` after a missing
-    // directory could climb back into a directory that was never checked.
-    let existing = parent.ancestors().find(|dir| dir.exists()).unwrap_or(Path::new("/"));
-    let missing = parent.strip_prefix(existing).unwrap_or(parent);
-    if missing.components().any(|c| !matches!(c, Component::Normal(_))) {
-        return Err(StoreError::Invalid(format!(
-            "backup destination {} has `..` after a component that is not an existing directory",
-            destination.display()
-        )));
-    }
-    let data_dir = store.data_dir().canonicalize()?;
-    let existing = existing.canonicalize().map_err(|e| unusable(destination, e))?;
-    if existing.starts_with(&data_dir) {
-        return Err(StoreError::Invalid(format!(
-            "backup destination {} must be outside the data directory {}",
-            destination.display(),
-            data_dir.display()
-        )));
-    }
-    fs::create_dir_all(parent).map_err(|e| unusable(destination, e))?;
-    parent.canonicalize().map_err(|e| unusable(destination, e))
-}
-
-/// A destination the filesystem refuses: the caller's error, unless the disk is full.
-fn unusable(destination: &Path, error: io::Error) -> StoreError {
-    if blob::is_storage_full(&error) {
-        return StoreError::Io(error);
-    }
-    StoreError::Invalid(format!(
-        "backup destination {} is not usable: {error}",
-        destination.display()
-    ))
 }
 
 /// Copies the database with the online backup API; returns the snapshot's `commit_seq`.
@@ -292,56 +225,6 @@ pub(crate) fn verify_staged(db: &Path, blobs: &Path) -> StoreResult<VerifyReport
     let report = verify::verify(&conn, blobs);
     let _ = conn.execute_batch("COMMIT");
     report
-}
-
-/// The first few issues of a failed verification, for an error message.
-pub(crate) fn summarize(report: &VerifyReport) -> String {
-    const SHOWN: usize = 3;
-    let mut lines: Vec<String> = report.issues.iter().take(SHOWN).map(|issue| issue.line()).collect();
-    if report.issues.len() > SHOWN {
-        lines.push(format!("and {} more", report.issues.len() - SHOWN));
-    }
-    lines.join("; ")
-}
-
-/// fsyncs every regular file and directory under `root` (directories after their
-/// entries). Anything else (a symlink, a socket) is refused.
-pub(crate) fn sync_tree(root: &Path) -> StoreResult<()> {
-    let mut entries = Vec::new();
-    for entry in fs::read_dir(root)? {
-        let entry = entry?;
-        let kind = entry.file_type()?;
-        if kind.is_dir() {
-            sync_tree(&entry.path())?;
-        } else if kind.is_file() {
-            entries.push(entry.path());
-        } else {
-            return Err(StoreError::Integrity(format!(
-                "{} is neither a regular file nor a directory",
-                entry.path().display()
-            )));
-        }
-    }
-    for path in entries {
-        File::open(&path)?.sync_all()?;
-    }
-    fsutil::fsync_dir(root)?;
-    Ok(())
-}
-
-/// Renames the complete staging directory onto the destination without replacing anything.
-pub(crate) fn publish(staging: &Path, destination: &Path) -> StoreResult<()> {
-    match fsutil::rename_noreplace(staging, destination) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists || e.raw_os_error() == Some(libc::ENOTEMPTY) => Err(
-            StoreError::Config(format!("backup destination already exists: {}", destination.display())),
-        ),
-        Err(e) if e.kind() == io::ErrorKind::Unsupported => Err(StoreError::Config(format!(
-            "cannot publish {} atomically on this platform: {e}",
-            destination.display()
-        ))),
-        Err(e) => Err(e.into()),
-    }
 }
 
 mod archive;

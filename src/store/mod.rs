@@ -27,6 +27,7 @@ pub mod revisioned;
 pub mod scope;
 pub mod search;
 pub(crate) mod sql;
+mod staging;
 #[cfg(test)]
 pub(crate) mod test_seed;
 pub mod tombstone;

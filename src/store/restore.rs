@@ -16,15 +16,16 @@
 
 use std::fs;
 use std::io;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::backup::{copy_blobs, summarize, sync_tree};
+use super::backup::copy_blobs;
 use super::error::{StoreError, StoreResult};
 use super::migrate;
+use super::staging::{self, sync_tree};
 use super::verify;
+use super::verify::summarize;
 use super::{BLOBS_DIR, DB_FILE, Store};
 use crate::fsutil;
 
@@ -58,11 +59,7 @@ pub fn restore(backup_dir: &Path, data_dir: &Path) -> StoreResult<RestoreReport>
         _ => PathBuf::from("."),
     };
     fs::create_dir_all(&parent)?;
-    let staging = tempfile::Builder::new()
-        .prefix(STAGING_PREFIX)
-        .rand_bytes(6)
-        .tempdir_in(&parent)?;
-    fs::set_permissions(staging.path(), fs::Permissions::from_mode(fsutil::PRIVATE_DIR_MODE))?;
+    let staging = staging::staging_dir(&parent, STAGING_PREFIX)?;
 
     let staged_db = staging.path().join(DB_FILE);
     fs::copy(&source_db, &staged_db)?;

@@ -732,5 +732,15 @@ impl super::Store {
 }
 
 pub mod pg;
+/// The first few issues of a failed verification, for an error message.
+pub(crate) fn summarize(report: &VerifyReport) -> String {
+    const SHOWN: usize = 3;
+    let mut lines: Vec<String> = report.issues.iter().take(SHOWN).map(|issue| issue.line()).collect();
+    if report.issues.len() > SHOWN {
+        lines.push(format!("and {} more", report.issues.len() - SHOWN));
+    }
+    lines.join("; ")
+}
+
 #[cfg(test)]
 mod tests;

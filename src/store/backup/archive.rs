@@ -11,25 +11,26 @@
 
 use std::path::Path;
 
-use super::{BackupReport, STAGING_PREFIX, check_destination, publish, sync_tree};
+use super::{BackupReport, STAGING_PREFIX, WHAT};
 use crate::fsutil;
 use crate::store::Store;
 use crate::store::db::Db;
 use crate::store::error::StoreResult;
 use crate::store::pg::PgStore;
 use crate::store::portable::{BLOBS_DIR, MANIFEST_FILE, Scope, check, export};
+use crate::store::staging;
 use crate::timefmt;
 
 /// Writes a checked export archive of one snapshot of `pg` to `destination`.
 pub(super) fn create(store: &Store, pg: &PgStore, destination: &Path) -> StoreResult<BackupReport> {
-    let parent = check_destination(store, destination)?;
-    let staging = export::staging_dir(&parent, STAGING_PREFIX)?;
+    let parent = staging::check_destination(WHAT, Some(store.data_dir()), destination)?;
+    let staging = staging::staging_dir(&parent, STAGING_PREFIX)?;
     let manifest =
         pg.read(|conn| export::write_archive(Db::Postgres(conn), None, staging.path(), &Scope::All, false))?;
     let checked = check::check_archive(staging.path())?;
     debug_assert_eq!(checked, manifest);
-    sync_tree(staging.path())?;
-    publish(staging.path(), destination)?;
+    staging::sync_tree(staging.path())?;
+    staging::publish(WHAT, staging.path(), destination)?;
     let _ = staging.keep();
     fsutil::fsync_dir(&parent)?;
     Ok(BackupReport {

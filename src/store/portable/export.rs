@@ -18,7 +18,7 @@
 //! a complete archive.
 
 use std::fs::{self, File};
-use std::io::{self, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -37,6 +37,7 @@ use crate::blob::{self, Digest};
 use crate::fsutil;
 use crate::progress::Progress;
 use crate::store::error::{StoreError, StoreResult};
+use crate::store::staging;
 use crate::store::{self as store, DB_FILE, artifact, migrate};
 use crate::timefmt;
 
@@ -44,6 +45,8 @@ mod selection;
 
 /// Prefix of the staging directory created next to the destination.
 pub const STAGING_PREFIX: &str = ".memoree-export-stage-";
+/// What the destination is called in messages.
+const WHAT: &str = "export destination";
 
 /// What an export wrote.
 #[derive(Clone, Debug)]
@@ -55,9 +58,9 @@ pub struct ExportReport {
 /// Exports the store in `data_dir` (served by a daemon or not) to `destination`, which must
 /// not exist. `progress` draws progress lines on stderr when it is a terminal.
 pub fn export(data_dir: &Path, destination: &Path, scope: &Scope, progress: bool) -> StoreResult<ExportReport> {
-    let parent = check_destination(Some(data_dir), destination)?;
+    let parent = staging::check_destination(WHAT, Some(data_dir), destination)?;
     let conn = open_snapshot(data_dir)?;
-    let staging = staging_dir(&parent, STAGING_PREFIX)?;
+    let staging = staging::staging_dir(&parent, STAGING_PREFIX)?;
     conn.execute_batch("BEGIN DEFERRED")?;
     let cas_root = data_dir.join(store::BLOBS_DIR);
     let written = write_archive(Db::Sqlite(&conn), Some(&cas_root), staging.path(), scope, progress);
@@ -73,20 +76,10 @@ pub fn export_postgres(
     scope: &Scope,
     progress: bool,
 ) -> StoreResult<ExportReport> {
-    let parent = check_destination(None, destination)?;
-    let staging = staging_dir(&parent, STAGING_PREFIX)?;
+    let parent = staging::check_destination(WHAT, None, destination)?;
+    let staging = staging::staging_dir(&parent, STAGING_PREFIX)?;
     let manifest = store.snapshot(|conn| write_archive(Db::Postgres(conn), None, staging.path(), scope, progress))?;
     publish(staging, manifest, destination, &parent)
-}
-
-/// A new private staging directory in `parent`.
-pub(crate) fn staging_dir(parent: &Path, prefix: &str) -> StoreResult<tempfile::TempDir> {
-    let staging = tempfile::Builder::new()
-        .prefix(prefix)
-        .rand_bytes(6)
-        .tempdir_in(parent)?;
-    fs::set_permissions(staging.path(), fs::Permissions::from_mode(fsutil::PRIVATE_DIR_MODE))?;
-    Ok(staging)
 }
 
 /// Syncs the written archive and renames it onto `destination` without replacing anything.
@@ -96,52 +89,14 @@ fn publish(
     destination: &Path,
     parent: &Path,
 ) -> StoreResult<ExportReport> {
-    sync_filesystem(staging.path())?;
-    crate::store::backup::publish(staging.path(), destination)?;
+    staging::sync_filesystem(staging.path())?;
+    staging::publish(WHAT, staging.path(), destination)?;
     let _ = staging.keep();
     fsutil::fsync_dir(parent)?;
     Ok(ExportReport {
         destination: destination.to_path_buf(),
         manifest,
     })
-}
-
-/// The destination must not exist and must lie outside the data directory; returns its
-/// (created if needed) parent.
-fn check_destination(data_dir: Option<&Path>, destination: &Path) -> StoreResult<PathBuf> {
-    match fs::symlink_metadata(destination) {
-        Ok(_) => {
-            return Err(StoreError::Invalid(format!(
-                "export destination already exists: {}",
-                destination.display()
-            )));
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e.into()),
-    }
-    let (Some(parent), Some(_)) = (destination.parent(), destination.file_name()) else {
-        return Err(StoreError::Invalid(format!(
-            "export destination {} does not name a new directory",
-            destination.display()
-        )));
-    };
-    let parent = if parent.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        parent
-    };
-    fs::create_dir_all(parent)?;
-    let parent = parent.canonicalize()?;
-    if let Some(Ok(data_dir)) = data_dir.map(Path::canonicalize)
-        && parent.starts_with(&data_dir)
-    {
-        return Err(StoreError::Invalid(format!(
-            "export destination {} must be outside the data directory {}",
-            destination.display(),
-            data_dir.display()
-        )));
-    }
-    Ok(parent)
 }
 
 /// A connection of its own on the store's database, for one read snapshot (and the
@@ -400,16 +355,4 @@ fn content(
             Ok(blob::decode_object(stored, &digest, record.size_bytes)?)
         }
     }
-}
-
-/// Makes everything written under `dir` durable: one `syncfs` of its file system instead
-/// of one fsync per blob file.
-fn sync_filesystem(dir: &Path) -> StoreResult<()> {
-    let handle = File::open(dir)?;
-    #[cfg(target_os = "linux")]
-    rustix::fs::syncfs(&handle).map_err(io::Error::from)?;
-    #[cfg(not(target_os = "linux"))]
-    crate::store::backup::sync_tree(dir)?;
-    drop(handle);
-    Ok(())
 }

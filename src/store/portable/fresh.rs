@@ -7,15 +7,14 @@
 
 use std::fs;
 use std::io;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::import::{ImportReport, Mode};
 use crate::fsutil;
 use crate::store::Store;
-use crate::store::backup::sync_tree;
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::restore::{check_target, not_empty};
+use crate::store::staging::{self, sync_tree};
 
 /// Prefix of the staging directory created next to the target.
 pub const STAGING_PREFIX: &str = ".memoree-import-stage-";
@@ -29,11 +28,7 @@ pub fn import_into_new_data_dir(archive: &Path, data_dir: &Path, show_progress: 
         _ => PathBuf::from("."),
     };
     fs::create_dir_all(&parent)?;
-    let staging = tempfile::Builder::new()
-        .prefix(STAGING_PREFIX)
-        .rand_bytes(6)
-        .tempdir_in(&parent)?;
-    fs::set_permissions(staging.path(), fs::Permissions::from_mode(fsutil::PRIVATE_DIR_MODE))?;
+    let staging = staging::staging_dir(&parent, STAGING_PREFIX)?;
     drop(manifest);
     // The import verifies the store inside its transaction before committing.
     let store = Store::open(staging.path())?;

@@ -340,7 +340,7 @@ impl<'a> Importer<'a> {
         if !report.is_ok() {
             return Err(ArchiveError::Malformed(format!(
                 "the imported store would not verify: {}",
-                crate::store::backup::summarize(&report)
+                crate::store::verify::summarize(&report)
             ))
             .into());
         }
