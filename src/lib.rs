@@ -24,6 +24,7 @@ pub mod retrieval;
 pub mod service;
 pub mod setup;
 pub mod store;
+pub mod semantic;
 pub mod sys;
 #[doc(hidden)]
 pub mod testkit;

@@ -27,6 +27,8 @@ pub const SOCKET_NAME: &str = "memoree.sock";
 pub const RUN_DIR: &str = "run";
 /// The config file name.
 pub const CONFIG_FILE: &str = "config.toml";
+/// The installed semantic model (`memoree semantic install`).
+pub const SEMANTIC_DIR: &str = "semantic";
 
 /// Entry names that may sit in an open-permission data or runtime dir without blocking
 /// the tightening to 0700 (the private-directory rule). Pass this to
@@ -41,6 +43,7 @@ pub const LAYOUT_ENTRIES: &[&str] = &[
     PENDING_DIR,
     RUN_DIR,
     CONFIG_FILE,
+    SEMANTIC_DIR,
     SOCKET_NAME,
     "memoree.sock.lock",
 ];
