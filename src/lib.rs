@@ -21,10 +21,10 @@ pub mod paths;
 pub mod progress;
 pub mod protocol;
 pub mod retrieval;
+pub mod semantic;
 pub mod service;
 pub mod setup;
 pub mod store;
-pub mod semantic;
 pub mod sys;
 #[doc(hidden)]
 pub mod testkit;

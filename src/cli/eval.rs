@@ -37,6 +37,14 @@ pub struct EvalArgs {
     /// The qualification policy the throw-away stores answer with.
     #[arg(long, value_enum, default_value = "v2")]
     qualification: Qualification,
+    /// Evaluate with the Model2Vec model in DIR (checked as `semantic install` checks it;
+    /// nothing is installed or downloaded).
+    #[arg(long, value_name = "DIR")]
+    semantic: Option<PathBuf>,
+    /// The similarity a partial lexical match needs, instead of the calibrated one
+    /// (for calibration).
+    #[arg(long, value_name = "COSINE", requires = "semantic", hide = true)]
+    semantic_threshold: Option<f64>,
     /// Print the report as JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -58,6 +66,9 @@ enum GateSet {
     /// Issue 27's lexical gates: search recall@5 >= 0.45, memory.recall recall@5 >= 0.43,
     /// unanswerable answered <= 3%.
     Lexical,
+    /// Issue 27's gates with a model: search recall@5 >= 0.50, memory.recall recall@5 >=
+    /// 0.48, unanswerable answered <= 3%.
+    Semantic,
 }
 
 pub(crate) fn run(args: &EvalArgs, global: &GlobalArgs) -> ExitCode {
@@ -66,19 +77,34 @@ pub(crate) fn run(args: &EvalArgs, global: &GlobalArgs) -> ExitCode {
         Qualification::V2 => PolicyVersion::V2,
     };
     let outcome = match (&args.corpus, &args.locomo) {
-        (Some(dir), _) => eval::run_in_process_with(dir, qualification).map(|report| {
-            let text = if args.json {
-                json_text(&report.to_json(), global.pretty)
-            } else {
-                corpus_table(&report)
-            };
-            (text, report.passed)
-        }),
-        (None, Some(dir)) => {
+        (Some(dir), _) => semantic_state(args)
+            .and_then(|semantic| {
+                let runtime = crate::service::Runtime {
+                    qualification,
+                    semantic,
+                    semantic_threshold: args.semantic_threshold,
+                    ..crate::service::Runtime::default()
+                };
+                eval::run_in_process_as(dir, runtime)
+            })
+            .map(|report| {
+                let text = if args.json {
+                    json_text(&report.to_json(), global.pretty)
+                } else {
+                    corpus_table(&report)
+                };
+                (text, report.passed)
+            }),
+        (None, Some(dir)) => semantic_state(args).and_then(|semantic| {
             let options = locomo::Options {
                 progress: true,
                 qualification,
-                gates: args.gates.map(|GateSet::Lexical| locomo::Gates::LEXICAL),
+                gates: args.gates.map(|gates| match gates {
+                    GateSet::Lexical => locomo::Gates::LEXICAL,
+                    GateSet::Semantic => locomo::Gates::SEMANTIC,
+                }),
+                semantic,
+                semantic_threshold: args.semantic_threshold,
             };
             locomo::run(dir, &options).map(|report| {
                 let text = if args.json {
@@ -88,7 +114,7 @@ pub(crate) fn run(args: &EvalArgs, global: &GlobalArgs) -> ExitCode {
                 };
                 (text, report.passed())
             })
-        }
+        }),
         (None, None) => Err(eval::EvalError::Corpus("name --corpus DIR or --locomo DIR".to_owned())),
     };
     match outcome {
@@ -106,6 +132,16 @@ pub(crate) fn run(args: &EvalArgs, global: &GlobalArgs) -> ExitCode {
             exit::for_response(&response)
         }
     }
+}
+
+/// The model of `--semantic DIR`, loaded once for every store of the run.
+fn semantic_state(args: &EvalArgs) -> Result<crate::semantic::State, eval::EvalError> {
+    let Some(dir) = &args.semantic else {
+        return Ok(crate::semantic::State::default());
+    };
+    crate::semantic::Embedder::load(dir, None)
+        .map(|embedder| crate::semantic::State::On(std::sync::Arc::new(embedder)))
+        .map_err(|e| eval::EvalError::Corpus(e.to_string()))
 }
 
 fn json_text(value: &serde_json::Value, pretty: bool) -> String {

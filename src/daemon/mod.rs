@@ -258,6 +258,7 @@ fn prepare(config: &DaemonConfig) -> Result<Prepared, DaemonError> {
     let runtime = Runtime {
         daemon_pid: Some(std::process::id()),
         discovery: config.discovery.clone(),
+        semantic: crate::semantic::State::load(&config.data_dir),
         ..Runtime::default()
     };
     let service = Service::new(store, runtime);

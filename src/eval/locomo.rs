@@ -201,6 +201,12 @@ impl Gates {
         min_recall_recall_at_5: 0.43,
         max_unanswerable_answered: 0.03,
     };
+    /// Issue 27's gates with a semantic model (potion-base-8M).
+    pub const SEMANTIC: Gates = Gates {
+        min_search_recall_at_5: 0.50,
+        min_recall_recall_at_5: 0.48,
+        max_unanswerable_answered: 0.03,
+    };
 }
 
 /// One gate's outcome.
@@ -222,8 +228,7 @@ impl GateResult {
     }
 }
 
-/// Options of one LoCoMo run. New evaluation modes (a semantic model directory) add fields
-/// here and pass them to `Options::open_service`.
+/// Options of one LoCoMo run.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
     /// Draw a progress line on stderr (when it is a terminal).
@@ -231,6 +236,10 @@ pub struct Options {
     /// The qualification policy the stores answer with.
     pub qualification: PolicyVersion,
     pub gates: Option<Gates>,
+    /// The semantic model the stores answer with (`--semantic DIR`), or lexical only.
+    pub semantic: crate::semantic::State,
+    /// A similarity requirement instead of the calibrated one (`--semantic-threshold`).
+    pub semantic_threshold: Option<f64>,
 }
 
 impl Options {
@@ -239,6 +248,8 @@ impl Options {
         let store = crate::store::Store::open(data_dir).map_err(|e| EvalError::Seed(e.to_string()))?;
         let runtime = Runtime {
             qualification: self.qualification,
+            semantic: self.semantic.clone(),
+            semantic_threshold: self.semantic_threshold,
             ..Runtime::default()
         };
         Ok(Service::new(store, runtime))
@@ -249,6 +260,8 @@ impl Options {
 #[derive(Clone, Debug, PartialEq)]
 pub struct LocomoReport {
     pub qualification: PolicyVersion,
+    /// The semantic model's digest, `None` for a lexical run.
+    pub semantic_model: Option<String>,
     pub conversations: Vec<String>,
     pub turns: usize,
     pub without_evidence: usize,
@@ -322,6 +335,7 @@ impl LocomoReport {
         json!({
             "benchmark": "locomo",
             "qualification_policy": self.qualification.as_str(),
+            "semantic_model": self.semantic_model,
             "isolated_temporary_store": true,
             "conversations": self.conversations,
             "turns": self.turns,
@@ -347,8 +361,11 @@ impl LocomoReport {
     /// The report as a text table.
     pub fn to_table(&self) -> String {
         let mut out = format!(
-            "LoCoMo retrieval ({}): {} conversations ({}), {} turns, {} answerable questions",
+            "LoCoMo retrieval ({}, {}): {} conversations ({}), {} turns, {} answerable questions",
             self.qualification.as_str(),
+            self.semantic_model
+                .as_deref()
+                .map_or("lexical only".to_owned(), |d| format!("semantic model {d}")),
             self.conversations.len(),
             self.conversations.join(", "),
             self.turns,
@@ -481,6 +498,7 @@ pub fn run(dir: &Path, options: &Options) -> Result<LocomoReport, EvalError> {
     }
     let mut report = LocomoReport {
         qualification: options.qualification,
+        semantic_model: options.semantic.embedder().map(|e| e.digest().to_owned()),
         conversations: conversations.iter().map(|c| c.name.clone()).collect(),
         turns: total_turns,
         without_evidence: conversations.iter().map(|c| c.without_evidence).sum(),

@@ -124,12 +124,17 @@ pub fn run_in_process(corpus_dir: &Path) -> Result<Report, EvalError> {
 
 /// [`run_in_process`] with the store answering under the qualification policy `policy`.
 pub fn run_in_process_with(corpus_dir: &Path, policy: PolicyVersion) -> Result<Report, EvalError> {
-    let dir = tempfile::tempdir()?;
-    let store = crate::store::Store::open(&dir.path().join("data")).map_err(|e| EvalError::Seed(e.to_string()))?;
     let runtime = crate::service::Runtime {
         qualification: policy,
         ..crate::service::Runtime::default()
     };
+    run_in_process_as(corpus_dir, runtime)
+}
+
+/// [`run_in_process`] with the store served as `runtime` says (a policy, a semantic model).
+pub fn run_in_process_as(corpus_dir: &Path, runtime: crate::service::Runtime) -> Result<Report, EvalError> {
+    let dir = tempfile::tempdir()?;
+    let store = crate::store::Store::open(&dir.path().join("data")).map_err(|e| EvalError::Seed(e.to_string()))?;
     let service = Service::new(store, runtime);
     let transport = InProcess::new(service.clone());
     let report = run(corpus_dir, &transport);

@@ -204,6 +204,10 @@ pub struct SearchRanking {
     pub effective_at_basis: Label,
     pub evaluated_at: String,
     pub decay_class: Label,
+    /// With a semantic model: the fusion of the hit's lexical and semantic ranks, which the
+    /// recency rerank works on instead of `lexical_score` (an extension of v1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fused_score: Option<f64>,
     /// Why this hit qualified (an extension of v1).
     pub qualification: QualificationInfo,
     /// Citations of near-identical claims collapsed onto this one (an extension of v1).
@@ -247,6 +251,21 @@ pub struct QualificationInfo {
     /// other hits matched units as written).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shortfall: Option<Label>,
+    /// Present when a semantic model judged the candidate (a partial lexical match): how
+    /// close its meaning is to the query's, and what it needed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub semantic: Option<SemanticEvidence>,
+}
+
+/// The semantic side of one candidate's qualification.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SemanticEvidence {
+    /// Cosine similarity of the query's and the candidate's vectors, three decimals.
+    pub similarity: f64,
+    /// What a candidate with partial lexical support needs.
+    pub required_similarity: f64,
+    /// The candidate qualified through its meaning, not enough of its units matching.
+    pub qualified_by_meaning: bool,
 }
 
 /// The query as the qualification policy read it.

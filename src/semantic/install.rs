@@ -151,7 +151,8 @@ fn read_manifest(data_dir: &Path) -> Result<Option<Manifest>, SemanticError> {
         return Ok(None);
     }
     let path: PathBuf = dir.join(MANIFEST_FILE);
-    let bytes = fs::read(&path).map_err(|e| SemanticError::BadModel(dir.display().to_string(), format!("{MANIFEST_FILE}: {e}")))?;
+    let bytes = fs::read(&path)
+        .map_err(|e| SemanticError::BadModel(dir.display().to_string(), format!("{MANIFEST_FILE}: {e}")))?;
     serde_json::from_slice(&bytes)
         .map(Some)
         .map_err(|e| SemanticError::BadModel(dir.display().to_string(), format!("{MANIFEST_FILE} is damaged: {e}")))

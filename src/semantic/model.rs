@@ -65,8 +65,13 @@ impl Embedder {
                 format!("dimension mismatch: the tokenizer has token id {highest}, the matrix only {rows} rows"),
             ));
         }
-        let model = StaticModel::from_bytes(&tokenizer, &matrix, serde_json::to_vec(&config).unwrap_or_default(), Some(true))
-            .map_err(|e| SemanticError::bad(dir, format!("{e:#}")))?;
+        let model = StaticModel::from_bytes(
+            &tokenizer,
+            &matrix,
+            serde_json::to_vec(&config).unwrap_or_default(),
+            Some(true),
+        )
+        .map_err(|e| SemanticError::bad(dir, format!("{e:#}")))?;
         drop(matrix);
         let embedder = Embedder {
             model: model.quantize_int8(),
@@ -76,7 +81,10 @@ impl Embedder {
         let probe = embedder.embed(PROBE);
         let norm: f32 = probe.iter().map(|v| v * v).sum::<f32>().sqrt();
         if probe.len() != columns || !probe.iter().all(|v| v.is_finite()) || (norm - 1.0).abs() > 1e-3 {
-            return Err(SemanticError::bad(dir, "the model does not produce finite unit vectors"));
+            return Err(SemanticError::bad(
+                dir,
+                "the model does not produce finite unit vectors",
+            ));
         }
         Ok(embedder)
     }
@@ -144,7 +152,10 @@ fn read_files(dir: &Path) -> Result<[Vec<u8>; 3], SemanticError> {
         if meta.len() > *limit {
             return Err(SemanticError::bad(
                 dir,
-                format!("{name} has {} bytes, more than the {limit} a model file may have", meta.len()),
+                format!(
+                    "{name} has {} bytes, more than the {limit} a model file may have",
+                    meta.len()
+                ),
             ));
         }
         let mut bytes = Vec::with_capacity(meta.len() as usize);
@@ -158,9 +169,8 @@ fn read_files(dir: &Path) -> Result<[Vec<u8>; 3], SemanticError> {
 
 /// The embedding matrix's `(rows, columns)`; a truncated or malformed file is named as such.
 fn matrix_shape(dir: &Path, bytes: &[u8]) -> Result<(usize, usize), SemanticError> {
-    let tensors = SafeTensors::deserialize(bytes).map_err(|e| {
-        SemanticError::bad(dir, format!("model.safetensors is truncated or malformed: {e}"))
-    })?;
+    let tensors = SafeTensors::deserialize(bytes)
+        .map_err(|e| SemanticError::bad(dir, format!("model.safetensors is truncated or malformed: {e}")))?;
     let matrix = MATRIX_NAMES
         .iter()
         .find_map(|name| tensors.tensor(name).ok())

@@ -30,10 +30,10 @@ fn bad_model_message(result: Result<Embedder, SemanticError>) -> String {
 
 #[test]
 fn potion_loads_deterministically_and_puts_a_paraphrase_closer_than_an_unrelated_text() {
-    let Some(model) = potion(&parts::current_test()) else { return };
-    let started = std::time::Instant::now();
+    let Some(model) = potion(&parts::current_test()) else {
+        return;
+    };
     let embedder = Embedder::load(&model, None).unwrap();
-    eprintln!("model load: {:?}", started.elapsed());
     assert_eq!(embedder.dimensions(), 256);
     assert!(embedder.digest().starts_with("blake3:") && embedder.digest().len() == 7 + 64);
     assert_eq!(digest_dir(&model).unwrap(), embedder.digest());
@@ -41,7 +41,11 @@ fn potion_loads_deterministically_and_puts_a_paraphrase_closer_than_an_unrelated
     let question = embedder.embed("When did Melanie go to the museum?");
     let answer = embedder.embed("Yesterday I took the kids to the museum.");
     let unrelated = embedder.embed("The quarterly budget was approved by finance.");
-    assert_eq!(question, embedder.embed("When did Melanie go to the museum?"), "deterministic");
+    assert_eq!(
+        question,
+        embedder.embed("When did Melanie go to the museum?"),
+        "deterministic"
+    );
     let near = cosine(&question, &answer);
     let far = cosine(&question, &unrelated);
     assert!(near > far + 0.1, "paraphrase {near} vs unrelated {far}");
@@ -49,7 +53,9 @@ fn potion_loads_deterministically_and_puts_a_paraphrase_closer_than_an_unrelated
 
 #[test]
 fn install_status_and_remove_keep_one_checked_copy_in_the_data_directory() {
-    let Some(model) = potion(&parts::current_test()) else { return };
+    let Some(model) = potion(&parts::current_test()) else {
+        return;
+    };
     let home = tempfile::tempdir().unwrap();
     let data_dir = home.path().join("data");
     assert!(status(&data_dir).unwrap().is_none());
@@ -74,7 +80,10 @@ fn install_status_and_remove_keep_one_checked_copy_in_the_data_directory() {
         .collect();
     assert_eq!(names, [SEMANTIC_DIR]);
 
-    assert_eq!(remove(&data_dir).unwrap(), Some(Some(report.manifest.model_digest.clone())));
+    assert_eq!(
+        remove(&data_dir).unwrap(),
+        Some(Some(report.manifest.model_digest.clone()))
+    );
     assert!(!data_dir.join(SEMANTIC_DIR).exists());
     assert_eq!(remove(&data_dir).unwrap(), None);
     assert!(matches!(State::load(&data_dir), State::Off(OffReason::NotInstalled)));
@@ -82,7 +91,9 @@ fn install_status_and_remove_keep_one_checked_copy_in_the_data_directory() {
 
 #[test]
 fn a_wrong_digest_or_a_damaged_model_is_refused_and_the_data_directory_stays_unchanged() {
-    let Some(model) = potion(&parts::current_test()) else { return };
+    let Some(model) = potion(&parts::current_test()) else {
+        return;
+    };
     let home = tempfile::tempdir().unwrap();
     let data_dir = home.path().join("data");
     let unchanged = |data_dir: &Path| assert!(!data_dir.join(SEMANTIC_DIR).exists());
@@ -113,7 +124,11 @@ fn a_wrong_digest_or_a_damaged_model_is_refused_and_the_data_directory_stays_unc
 
     // A configuration that disagrees with the matrix.
     let config = fs::read_to_string(model.join("config.json")).unwrap();
-    fs::write(path.join("config.json"), config.replace("\"hidden_dim\": 256", "\"hidden_dim\": 384")).unwrap();
+    fs::write(
+        path.join("config.json"),
+        config.replace("\"hidden_dim\": 256", "\"hidden_dim\": 384"),
+    )
+    .unwrap();
     let message = bad_model_message(Embedder::load(path, None));
     assert!(message.contains("dimension mismatch"), "{message}");
     fs::write(path.join("config.json"), &config).unwrap();
@@ -139,7 +154,9 @@ fn a_wrong_digest_or_a_damaged_model_is_refused_and_the_data_directory_stays_unc
 
 #[test]
 fn a_model_changed_after_install_is_not_loaded_and_the_state_says_why() {
-    let Some(model) = potion(&parts::current_test()) else { return };
+    let Some(model) = potion(&parts::current_test()) else {
+        return;
+    };
     let home = tempfile::tempdir().unwrap();
     let data_dir = home.path().join("data");
     install(&data_dir, &model, None).unwrap();

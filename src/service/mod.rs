@@ -49,6 +49,11 @@ pub struct Runtime {
     pub qualification: crate::retrieval::qualify::PolicyVersion,
     /// What `doctor` says about the serving process beyond its health.
     pub discovery: Discovery,
+    /// The semantic model the process loaded, or why it has none (lexical only).
+    pub semantic: crate::semantic::State,
+    /// A similarity requirement to use instead of the calibrated one (evaluations only:
+    /// `memoree eval --semantic-threshold`).
+    pub semantic_threshold: Option<f64>,
 }
 
 /// `doctor`'s `lifecycle_owner` of a daemon a client autostarted (and may stop).

@@ -9,7 +9,7 @@ use std::cmp::Ordering;
 use crate::store::Db;
 
 use super::search::{SearchRequest, Source};
-use crate::protocol::retrieval::{QualificationInfo, QueryAnalysis, QueryUnit, UnitMatchInfo};
+use crate::protocol::retrieval::{QualificationInfo, QueryAnalysis, QueryUnit, SemanticEvidence, UnitMatchInfo};
 use crate::retrieval::corpus;
 use crate::retrieval::diversity::Fingerprint;
 use crate::retrieval::plan::{Plan, TextMatch};
@@ -50,6 +50,11 @@ pub(super) struct Examined {
     /// Set when a pipeline rule (not the unit count) turned a qualified candidate away.
     pub demoted: Option<&'static str>,
     pub collapsed: Vec<String>,
+    /// `(similarity, requirement)` when the semantic stage judged this candidate
+    /// (`ops::semantic`); it qualified through meaning when the similarity cleared it.
+    pub semantic: Option<(f64, f64)>,
+    /// With a semantic model, the fusion of lexical and semantic ranks (`ops::semantic::fuse`).
+    pub fused_score: Option<f64>,
 }
 
 impl Examined {
@@ -58,7 +63,12 @@ impl Examined {
     }
 
     pub fn is_qualified(&self) -> bool {
-        self.qualification.qualified && self.demoted.is_none()
+        (self.qualification.qualified || self.qualified_by_meaning()) && self.demoted.is_none()
+    }
+
+    /// Qualified through semantic similarity rather than the lexical units.
+    pub fn qualified_by_meaning(&self) -> bool {
+        !self.qualification.qualified && self.semantic.is_some_and(|(s, t)| s + 1e-9 >= t)
     }
 }
 
@@ -127,20 +137,25 @@ pub(super) fn more_near_misses(
     table: Table,
     known: &[&str],
 ) -> StoreResult<Vec<Examined>> {
+    more_candidates(service, conn, request, plan, table, known, 2 * MAX_NEAR_MISSES)
+}
+
+/// Up to `cap` candidates of the any-unit expression that are not in `known`, unqualified
+/// ones only (the qualifying expression already found the others).
+pub(super) fn more_candidates(
+    service: &Service,
+    conn: Db<'_>,
+    request: &SearchRequest,
+    plan: &Plan,
+    table: Table,
+    known: &[&str],
+    cap: usize,
+) -> StoreResult<Vec<Examined>> {
     let Some(expr) = plan.any_expr.as_deref() else {
         return Ok(Vec::new());
     };
     let mut seen = std::collections::HashSet::new();
-    let (examined, _) = fetch(
-        service,
-        conn,
-        request,
-        plan,
-        table,
-        expr,
-        2 * MAX_NEAR_MISSES,
-        &mut seen,
-    )?;
+    let (examined, _) = fetch(service, conn, request, plan, table, expr, cap, &mut seen)?;
     Ok(examined
         .into_iter()
         .filter(|e| !e.qualification.qualified && !known.contains(&e.entity_id()))
@@ -201,6 +216,8 @@ fn fetch(
                     qualification,
                     demoted: None,
                     collapsed: Vec::new(),
+                    semantic: None,
+                    fused_score: None,
                 });
             }
         }
@@ -259,6 +276,8 @@ fn examine_artifact(
         qualification,
         demoted: None,
         collapsed: Vec::new(),
+        semantic: None,
+        fused_score: None,
     })
 }
 
@@ -297,7 +316,11 @@ fn lexical_score(plan: &Plan, bm25: f64, fields: &[Field<'_>], length: usize) ->
 /// entity id, which is creation order: see `protocol::ids`). Demoted candidates move to
 /// `unqualified`.
 pub(super) fn settle(qualified: &mut Vec<Examined>, unqualified: &mut Vec<Examined>) {
-    let any_uncorrected = qualified.iter().any(|e| e.qualification.uncorrected_weight > 0.0);
+    // Only lexically qualified hits count: a hit qualified through its meaning never demotes
+    // a corrected match (`ops::semantic`).
+    let any_uncorrected = qualified
+        .iter()
+        .any(|e| e.qualification.qualified && e.qualification.uncorrected_weight > 0.0);
     if any_uncorrected {
         let (keep, demote): (Vec<Examined>, Vec<Examined>) = std::mem::take(qualified)
             .into_iter()
@@ -405,7 +428,18 @@ pub(super) fn qualification_info(plan: &Plan, examined: &Examined) -> Qualificat
         required_weight: plan.policy.required,
         matched_weight: examined.qualification.matched_weight,
         matched,
-        shortfall: examined.demoted.or(examined.qualification.shortfall).map(Into::into),
+        shortfall: if examined.is_qualified() {
+            None
+        } else {
+            examined.demoted.or(examined.qualification.shortfall).map(Into::into)
+        },
+        semantic: examined
+            .semantic
+            .map(|(similarity, required_similarity)| SemanticEvidence {
+                similarity,
+                required_similarity,
+                qualified_by_meaning: examined.qualified_by_meaning() && examined.demoted.is_none(),
+            }),
     }
 }
 

@@ -16,6 +16,7 @@ mod recall;
 mod relation;
 mod revisioned;
 mod search;
+mod semantic;
 
 use serde_json::Value;
 

@@ -90,7 +90,7 @@ pub(super) enum Kinds {
 }
 
 impl Kinds {
-    fn tables(self) -> &'static [Table] {
+    pub(super) fn tables(self) -> &'static [Table] {
         match self {
             Kinds::Both => &[Table::Artifacts, Table::Claims],
             Kinds::Artifacts => &[Table::Artifacts],
@@ -101,6 +101,8 @@ impl Kinds {
 
 /// A validated search, ready to run against a snapshot.
 pub(super) struct SearchRequest {
+    /// The query as written (what a semantic model reads).
+    pub query: String,
     pub analysis: Analysis,
     pub horizon: Horizon,
     pub ambient: Owner,
@@ -120,6 +122,7 @@ impl SearchRequest {
         let analysis = analyze(&input.query).map_err(|e| ServiceError::invalid(e.to_string()))?;
         let limit = validate::limit("limit", input.limit, limits::MAX_SEARCH_ITEMS)?;
         Ok(SearchRequest {
+            query: input.query.clone(),
             analysis,
             horizon: input.horizon,
             ambient: context_owner(context),
@@ -135,6 +138,7 @@ impl SearchRequest {
     /// The same search with another limit (recall runs one per entity type).
     pub fn with_limit(&self, limit: usize) -> SearchRequest {
         SearchRequest {
+            query: self.query.clone(),
             analysis: self.analysis.clone(),
             pins: self.pins.clone(),
             ambient: self.ambient.clone(),
@@ -171,7 +175,23 @@ impl SearchRequest {
             qualified.extend(gathered.qualified);
             unqualified.extend(gathered.unqualified);
         }
+        let semantic = super::semantic::SemanticQuery::new(service, self, plan);
+        if let Some(query) = &semantic {
+            super::semantic::rescue(
+                service,
+                conn,
+                self,
+                plan,
+                kinds,
+                query,
+                &mut qualified,
+                &mut unqualified,
+            )?;
+        }
         candidates::settle(&mut qualified, &mut unqualified);
+        if let Some(query) = &semantic {
+            super::semantic::fuse(query, &mut qualified);
+        }
         if !self.include_historical {
             qualified = candidates::collapse_duplicates(conn, qualified, self.limit)?;
         }
@@ -193,7 +213,8 @@ impl SearchRequest {
                 policy_version: rank::POLICY_VERSION.into(),
                 recency_enabled: self.recency,
                 recency_eligible: judged.rank_input.eligible,
-                lexical_score: judged.rank_input.lexical_score,
+                lexical_score: judged.examined.lexical_score,
+                fused_score: judged.examined.fused_score,
                 recency_bonus: position.bonus,
                 lexical_position: index + 1,
                 final_position: position.final_position + 1,
@@ -257,7 +278,7 @@ impl SearchRequest {
 
     /// Currentness, effective time and recency eligibility of one candidate.
     fn judge(&self, examined: Examined, now_db: &str) -> Judged {
-        let lexical_score = examined.lexical_score;
+        let lexical_score = examined.fused_score.unwrap_or(examined.lexical_score);
         let (effective_db, basis, class, temporal, eligible_lifecycle) = match &examined.source {
             Source::Artifact(row) => (
                 row.revision_created_at.clone(),

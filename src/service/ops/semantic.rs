@@ -1,0 +1,228 @@
+//! Semantic evidence for qualification, when the serving process has a model
+//! (`crate::semantic`): a candidate that matched part of the query lexically, but not
+//! enough, qualifies when the meaning of its text is close enough to the query's.
+//!
+//! - Only candidates with partial lexical support are judged: at least one unit matched,
+//!   the shortfall `too_few_units` (never a lone generic word, never a demotion), and
+//!   together the matched units carry at least [`MIN_LEXICAL_SHARE`] of the query's
+//!   information.
+//! - A query naming something this store never saw (a capitalized unit with no row at all
+//!   and no correction: a person, a place, a product) is never answered by similarity:
+//!   closeness in meaning cannot stand for a name memory does not hold.
+//! - The similarity is the cosine of the query's and the candidate's vectors (an
+//!   artifact's title and the part of its body around its first match, a claim's
+//!   statement), and the requirement is [`PARTIAL_THRESHOLD`] (calibrated on the LoCoMo dev
+//!   conversations: BENCHMARKS.md) unless the runtime overrides it for an evaluation.
+//! - Everything is a pure function of the model, the query and the candidate's text, so
+//!   the same store answers the same way; each judged candidate discloses its similarity and
+//!   the requirement (`ranking.qualification.semantic`).
+
+use std::cmp::Ordering;
+use std::collections::HashSet;
+
+use super::candidates::{Examined, Table};
+use super::search::{Kinds, SearchRequest, Source};
+use crate::retrieval::plan::Plan;
+use crate::semantic::{Embedder, cosine};
+use crate::service::Service;
+use crate::store::{Db, StoreResult};
+
+/// The similarity a candidate with partial lexical support needs.
+pub const PARTIAL_THRESHOLD: f64 = 0.55;
+/// The share of the query's information a candidate must match lexically to be judged.
+pub const MIN_LEXICAL_SHARE: f64 = 0.2;
+/// Candidates fetched by the any-unit expression per entity type to be judged.
+const POOL: usize = 30;
+/// Reciprocal-rank fusion's constant: a hit at lexical rank `a` and semantic rank `b`
+/// (1-based) scores `1/(K + a) + 1/(K + b)`. 1, 5 and 10 measure alike (BENCHMARKS.md).
+pub const FUSION_K: f64 = 5.0;
+/// Qualified candidates reordered by fusion, in lexical order.
+const FUSE_DEPTH: usize = 120;
+/// Bytes of an artifact body embedded around its first match.
+const WINDOW_BYTES: usize = 1024;
+
+/// The query's side of the judgment.
+pub(super) struct SemanticQuery<'a> {
+    pub embedder: &'a Embedder,
+    /// The query's names (see [`names`]).
+    pub names: Vec<String>,
+    pub vector: Vec<f32>,
+    pub threshold: f64,
+}
+
+impl<'a> SemanticQuery<'a> {
+    /// The query's vector, when the service has a model and the query can be judged at all.
+    pub fn new(service: &'a Service, request: &SearchRequest, plan: &Plan) -> Option<SemanticQuery<'a>> {
+        let embedder = service.runtime().semantic.embedder()?;
+        let names = names(&request.query);
+        if plan.policy.stop_words_only || plan.any_expr.is_none() || names_unknown(&names, plan) {
+            return None;
+        }
+        Some(SemanticQuery {
+            embedder,
+            names,
+            vector: embedder.embed(&request.query),
+            threshold: service.runtime().semantic_threshold.unwrap_or(PARTIAL_THRESHOLD),
+        })
+    }
+}
+
+/// A name of the query (see [`names`]) the store has no row of: a name memory never saw.
+fn names_unknown(names: &[String], plan: &Plan) -> bool {
+    plan.units
+        .iter()
+        .any(|u| u.expansion.df == 0 && is_name(names, &u.unit))
+}
+
+/// The folded words of `query` written capitalized, past its first word: a person, a
+/// place, a product. Similarity never stands in for one.
+pub(super) fn names(query: &str) -> Vec<String> {
+    crate::retrieval::text::words(query)
+        .into_iter()
+        .skip(1)
+        .filter(|w| query[w.start..w.end].chars().next().is_some_and(char::is_uppercase))
+        .map(|w| w.folded)
+        .collect()
+}
+
+fn is_name(names: &[String], unit: &crate::retrieval::analyze::Unit) -> bool {
+    unit.words.iter().any(|w| names.contains(w))
+}
+
+/// Judges the unqualified candidates (and up to [`POOL`] more any-unit candidates per
+/// entity type) and moves those that clear the requirement to `qualified`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn rescue(
+    service: &Service,
+    conn: Db<'_>,
+    request: &SearchRequest,
+    plan: &Plan,
+    kinds: Kinds,
+    query: &SemanticQuery<'_>,
+    qualified: &mut Vec<Examined>,
+    unqualified: &mut Vec<Examined>,
+) -> StoreResult<()> {
+    let mut known: HashSet<String> = qualified
+        .iter()
+        .chain(unqualified.iter())
+        .map(|e| e.entity_id().to_owned())
+        .collect();
+    for &table in kinds.tables() {
+        let seen: Vec<&str> = known.iter().map(String::as_str).collect();
+        let extra = super::candidates::more_candidates(service, conn, request, plan, table, &seen, POOL)?;
+        known.extend(extra.iter().map(|e| e.entity_id().to_owned()));
+        unqualified.extend(extra.into_iter().filter(|e| table_of(e) == table));
+    }
+    let floor = plan.policy.total * MIN_LEXICAL_SHARE;
+    for examined in unqualified.iter_mut() {
+        let names_matched = plan
+            .units
+            .iter()
+            .zip(&examined.matched.units)
+            .all(|(unit, found)| found.is_some() || !(unit.unit.distinctive || is_name(&query.names, &unit.unit)));
+        let partial = examined.demoted.is_none()
+            && examined.qualification.shortfall == Some("too_few_units")
+            && examined.qualification.matched_weight + 1e-9 >= floor
+            && names_matched;
+        if !partial {
+            continue;
+        }
+        examined.semantic = Some((similarity(query, examined), query.threshold));
+    }
+    let (rescued, rest): (Vec<Examined>, Vec<Examined>) = std::mem::take(unqualified)
+        .into_iter()
+        .partition(|e| e.semantic.is_some_and(|(s, t)| s + 1e-9 >= t));
+    *unqualified = rest;
+    qualified.extend(rescued);
+    Ok(())
+}
+
+fn table_of(examined: &Examined) -> Table {
+    match examined.source {
+        Source::Artifact(_) => Table::Artifacts,
+        Source::Claim(_) => Table::Claims,
+    }
+}
+
+/// What the model reads of a candidate.
+fn text_of(examined: &Examined) -> String {
+    match &examined.source {
+        Source::Claim(row) => row.statement.clone(),
+        Source::Artifact(row) => {
+            let Some(body) = &examined.body else {
+                return row.title.clone();
+            };
+            let text = &body.text;
+            if text.len() <= WINDOW_BYTES {
+                return format!("{}\n{}", row.title, text);
+            }
+            let first = body
+                .instances
+                .first()
+                .and_then(|i| body.spans.get(i.position))
+                .map_or(0, |&(start, _)| start);
+            let mut start = first.saturating_sub(WINDOW_BYTES / 2);
+            while !text.is_char_boundary(start) {
+                start -= 1;
+            }
+            let mut end = (start + WINDOW_BYTES).min(text.len());
+            while !text.is_char_boundary(end) {
+                end += 1;
+            }
+            format!("{}\n{}", row.title, &text[start..end])
+        }
+    }
+}
+
+/// Judges every qualified candidate too, and orders them by reciprocal-rank fusion of their
+/// lexical and semantic ranks ([`FUSION_K`]; ties keep lexical order). The fused score is
+/// what the recency rerank then works on.
+pub(super) fn fuse(query: &SemanticQuery<'_>, all: &mut Vec<Examined>) {
+    // Beyond the first FUSE_DEPTH, lexical order stands (a restricted grant can qualify
+    // hundreds of candidates; no request returns more than 100).
+    let mut tail = all.split_off(all.len().min(FUSE_DEPTH));
+    let qualified = all;
+    for examined in qualified.iter_mut() {
+        if examined.semantic.is_none() {
+            examined.semantic = Some((similarity(query, examined), query.threshold));
+        }
+    }
+    let similarity_of = |e: &Examined| e.semantic.map_or(0.0, |(s, _)| s);
+    let mut by_meaning: Vec<usize> = (0..qualified.len()).collect();
+    by_meaning.sort_by(|&a, &b| {
+        similarity_of(&qualified[b])
+            .partial_cmp(&similarity_of(&qualified[a]))
+            .unwrap_or(Ordering::Equal)
+            .then(a.cmp(&b))
+    });
+    let mut fused: Vec<f64> = (0..qualified.len())
+        .map(|rank| 1.0 / (FUSION_K + rank as f64 + 1.0))
+        .collect();
+    for (rank, &index) in by_meaning.iter().enumerate() {
+        fused[index] += 1.0 / (FUSION_K + rank as f64 + 1.0);
+    }
+    let mut order: Vec<usize> = (0..qualified.len()).collect();
+    order.sort_by(|&a, &b| {
+        fused[b]
+            .partial_cmp(&fused[a])
+            .unwrap_or(Ordering::Equal)
+            .then(a.cmp(&b))
+    });
+    let mut slots: Vec<Option<Examined>> = qualified.drain(..).map(Some).collect();
+    *qualified = order
+        .iter()
+        .filter_map(|&i| {
+            let mut examined = slots[i].take()?;
+            // Scaled so that the recency bonus stays a share of a readable number.
+            examined.fused_score = Some((fused[i] * 100_000.0).round() / 1000.0);
+            Some(examined)
+        })
+        .collect();
+    qualified.append(&mut tail);
+}
+
+/// The cosine of the query's and the candidate's vectors, three decimals.
+fn similarity(query: &SemanticQuery<'_>, examined: &Examined) -> f64 {
+    let similarity = f64::from(cosine(&query.vector, &query.embedder.embed(&text_of(examined))));
+    (similarity * 1000.0).round() / 1000.0
+}
