@@ -227,7 +227,10 @@ fn eval_prints_a_locomo_report_as_json_or_a_table_and_its_gates_decide_the_exit_
         .output()
         .unwrap();
     let table = String::from_utf8(output.stdout).unwrap();
-    assert!(table.starts_with("LoCoMo retrieval (qualified_units_v1, lexical only)"), "{table}");
+    assert!(
+        table.starts_with("LoCoMo retrieval (qualified_units_v1, lexical only)"),
+        "{table}"
+    );
     let gates: Vec<&str> = table.lines().filter(|l| l.starts_with("gate ")).collect();
     assert_eq!(gates.len(), 4, "{table}");
     let all_pass = gates.iter().all(|l| l.ends_with("pass"));

@@ -127,7 +127,11 @@ fn a_directory_without_conversations_is_refused() {
 fn the_stores_answer_under_the_qualification_policy_the_run_names() {
     let report = run(&fixture(), &Options::default()).unwrap();
     assert_eq!(report.to_json()["qualification_policy"], "qualified_units_v2");
-    assert!(report.to_table().starts_with("LoCoMo retrieval (qualified_units_v2, lexical only)"));
+    assert!(
+        report
+            .to_table()
+            .starts_with("LoCoMo retrieval (qualified_units_v2, lexical only)")
+    );
     // In a two-turn store `breed`, in no turn, outweighs everything the turns share with
     // "What breed is Pixel, the dog Cyrus adopted?": v2 refuses it (a near miss), the
     // questions of the other conversation likewise.
