@@ -250,3 +250,43 @@ fn eval_runs_a_golden_corpus_and_refuses_a_missing_directory_with_an_envelope() 
     assert_eq!(status, 2);
     assert_eq!(code(&envelope), "INVALID_REQUEST");
 }
+
+#[test]
+fn semantic_install_status_and_remove_manage_the_model_and_the_daemon_reports_it() {
+    let test = memoree::testkit::parts::current_test();
+    let Some(matrix) = memoree::testkit::parts::shared_file("models/potion-base-8M/model.safetensors", &test) else {
+        return;
+    };
+    let model = matrix.parent().unwrap().to_str().unwrap().to_owned();
+    let home = TempHome::new();
+    let (status, body) = home.run_cli(&["semantic", "status"]);
+    assert_eq!(status, 0, "{body}");
+    assert_eq!(body["result"]["installed"], false);
+
+    let (status, body) = home.run_cli(&["semantic", "install", "/nonexistent/model"]);
+    assert_eq!((status, code(&body)), (2, "INVALID_REQUEST"), "{body}");
+    assert!(!home.home.join("data/semantic").exists(), "nothing was installed");
+
+    let (status, body) = home.run_cli(&["semantic", "install", &model]);
+    assert_eq!(status, 0, "{body}");
+    let digest = body["result"]["model_digest"].as_str().unwrap().to_owned();
+    assert!(digest.starts_with("blake3:"), "{body}");
+    let (_, body) = home.run_cli(&["semantic", "status"]);
+    assert_eq!(body["result"]["loads"], true, "{body}");
+
+    // The autostarted daemon loads the installed model and says so.
+    let (status, body) = home.run_cli(&["capabilities"]);
+    assert_eq!(status, 0, "{body}");
+    assert_eq!(body["result"]["semantic"]["enabled"], true, "{body}");
+    assert_eq!(body["result"]["semantic"]["model_digest"], digest.as_str());
+    let extensions = body["result"]["extensions"].as_array().unwrap();
+    assert!(extensions.iter().any(|e| e == "semantic_evidence"), "{body}");
+    let (_, body) = home.run_cli(&["doctor"]);
+    assert_eq!(body["result"]["semantic"]["dimensions"], 256, "{body}");
+
+    let (status, body) = home.run_cli(&["semantic", "remove"]);
+    assert_eq!(status, 0, "{body}");
+    assert_eq!(body["result"]["model_digest"], digest.as_str());
+    let (_, body) = home.run_cli(&["semantic", "status"]);
+    assert_eq!(body["result"]["installed"], false, "{body}");
+}

@@ -90,6 +90,7 @@ pub enum Command {
     #[command(after_help = "Example:\n  memoree demo --pretty")]
     Demo,
     Eval(eval::EvalArgs),
+    Semantic(cmd::semantic::SemanticArgs),
     /// Run the daemon in the foreground until SIGINT or SIGTERM.
     #[command(after_help = "Example:\n  memoree serve --listen tcp://127.0.0.1:17878")]
     Serve(serve::ServeArgs),
@@ -242,6 +243,7 @@ pub(crate) fn dispatch(cli: Cli) -> Outcome {
         Command::Import(args) => cmd::portable::import(args, global),
         Command::Demo => demo::run().into(),
         Command::Eval(args) => Outcome::Exit(eval::run(&args, global)),
+        Command::Semantic(args) => cmd::semantic::run(args).into(),
         Command::Serve(args) => Outcome::Exit(serve::run(&args, global.pretty)),
         Command::Daemon { command } => Outcome::Exit(daemon_cmd::run(global, command)),
         Command::Inspect(args) => Outcome::Exit(inspect::run(&args, global)),

@@ -42,6 +42,9 @@ pub struct DoctorResult {
     /// `store_unavailable`, and the sizes and `last_commit_seq` are the last ones read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store_outage: Option<StoreOutage>,
+    /// Extension: the local semantic model, or why retrieval is lexical only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub semantic: Option<crate::protocol::meta::SemanticStatus>,
 }
 
 /// `doctor`'s report of a store it cannot reach (a PostgreSQL server that is down, restarting

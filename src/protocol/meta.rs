@@ -88,6 +88,9 @@ pub struct CapabilitiesDocument {
     pub extensions: Vec<Label>,
     /// Extension: the default recency rerank of the retrieval operations.
     pub recency_policy: RecencyPolicy,
+    /// Extension: the local semantic model, or why retrieval is lexical only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub semantic: Option<SemanticStatus>,
 }
 
 /// The bounded recency rerank as reported by `capabilities`.
@@ -105,4 +108,19 @@ pub struct DecayClassPolicy {
     pub decay_class: Label,
     pub half_life_days: f64,
     pub max_bonus_ratio: f64,
+}
+
+/// Whether retrieval has a local semantic model (`capabilities` and `doctor`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SemanticStatus {
+    pub enabled: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_digest: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dimensions: Option<u64>,
+    /// Why semantics is off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }

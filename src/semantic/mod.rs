@@ -88,23 +88,25 @@ impl State {
         }
     }
 
-    /// The wire description (`capabilities.extensions.semantic`, `doctor`'s `semantic`).
-    pub fn describe(&self) -> serde_json::Value {
+    /// The wire description (`capabilities.semantic`, `doctor`'s `semantic`).
+    pub fn describe(&self) -> crate::protocol::meta::SemanticStatus {
+        use crate::protocol::meta::SemanticStatus;
         match self {
-            State::On(e) => serde_json::json!({
-                "enabled": true,
-                "format": "model2vec",
-                "model_digest": e.digest(),
-                "dimensions": e.dimensions(),
-            }),
-            State::Off(OffReason::NotInstalled) => serde_json::json!({
-                "enabled": false,
-                "reason": "no model installed (memoree semantic install DIR)",
-            }),
-            State::Off(OffReason::Unusable(detail)) => serde_json::json!({
-                "enabled": false,
-                "reason": format!("the installed model cannot be used: {detail}"),
-            }),
+            State::On(e) => SemanticStatus {
+                enabled: true,
+                format: Some("model2vec".to_owned()),
+                model_digest: Some(e.digest().to_owned()),
+                dimensions: Some(e.dimensions() as u64),
+                reason: None,
+            },
+            State::Off(OffReason::NotInstalled) => SemanticStatus {
+                reason: Some("no model installed (memoree semantic install DIR)".to_owned()),
+                ..SemanticStatus::default()
+            },
+            State::Off(OffReason::Unusable(detail)) => SemanticStatus {
+                reason: Some(format!("the installed model cannot be used: {detail}")),
+                ..SemanticStatus::default()
+            },
         }
     }
 }

@@ -69,7 +69,10 @@ fn install_status_and_remove_keep_one_checked_copy_in_the_data_directory() {
     let state = State::load(&data_dir);
     let embedder = state.embedder().expect("semantics is on after install");
     assert_eq!(embedder.digest(), report.manifest.model_digest);
-    assert_eq!(state.describe()["model_digest"], report.manifest.model_digest.as_str());
+    assert_eq!(
+        state.describe().model_digest,
+        Some(report.manifest.model_digest.clone())
+    );
 
     // Installing again replaces the copy and names what it replaced; no staging is left.
     let again = install(&data_dir, &model, Some(&report.manifest.model_digest)).unwrap();
@@ -169,6 +172,6 @@ fn a_model_changed_after_install_is_not_loaded_and_the_state_says_why() {
         other => panic!("expected semantics off, got {other:?}"),
     }
     let described = State::load(&data_dir).describe();
-    assert_eq!(described["enabled"], false);
-    assert!(described["reason"].as_str().unwrap().contains("cannot be used"));
+    assert!(!described.enabled);
+    assert!(described.reason.unwrap().contains("cannot be used"));
 }

@@ -10,6 +10,7 @@ pub(crate) mod graph;
 pub(crate) mod portable;
 pub(crate) mod remember;
 pub(crate) mod retrieval;
+pub(crate) mod semantic;
 pub(crate) mod setup;
 pub(crate) mod switch;
 

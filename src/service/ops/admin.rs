@@ -82,6 +82,7 @@ pub(super) fn doctor(service: &Service, _: DoctorInput) -> Result<Output, Servic
             .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned()),
         lifecycle_owner: discovery.lifecycle_owner.into(),
         store_outage,
+        semantic: Some(service.runtime().semantic.describe()),
     })
 }
 

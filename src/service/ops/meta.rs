@@ -19,7 +19,13 @@ pub(super) fn context_resolve(call: &Call, _: ContextResolveInput) -> Result<Out
 }
 
 pub(super) fn capabilities(service: &crate::service::Service, _: CapabilitiesInput) -> Result<Output, ServiceError> {
-    Output::read(document_for(service.store().kind()))
+    let mut document = document_for(service.store().kind());
+    let semantic = &service.runtime().semantic;
+    if semantic.embedder().is_some() {
+        document.extensions.push("semantic_evidence".into());
+    }
+    document.semantic = Some(semantic.describe());
+    Output::read(document)
 }
 
 /// The capabilities of this binary. Every protocol v1 operation is implemented (the
@@ -111,6 +117,7 @@ pub(crate) fn document_for(kind: crate::store::StoreKind) -> CapabilitiesDocumen
         .map(Into::into)
         .to_vec(),
         recency_policy: recency_policy(),
+        semantic: None,
     }
 }
 

@@ -16,7 +16,7 @@ mod recall;
 mod relation;
 mod revisioned;
 mod search;
-mod semantic;
+pub(super) mod semantic;
 
 use serde_json::Value;
 

@@ -5,4 +5,5 @@ mod context;
 mod qualification;
 mod recall;
 mod search;
+mod semantic;
 pub(super) mod support;

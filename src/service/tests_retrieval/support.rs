@@ -25,6 +25,17 @@ pub fn fixture() -> Fixture {
     }
 }
 
+/// A fixture whose service runs as `runtime` says (a semantic model, say).
+pub fn fixture_with(runtime: crate::service::Runtime) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let store = crate::store::Store::open(&dir.path().join("data")).unwrap();
+    Fixture {
+        _dir: dir,
+        service: Service::new(store, runtime),
+        next_key: Cell::new(0),
+    }
+}
+
 /// A context in workspace `wsp_r`.
 pub fn ctx(project: &str, task: Option<&str>) -> Value {
     let mut context = json!({"workspace_id": "wsp_r", "project_id": project});
