@@ -28,6 +28,7 @@ pub struct SemanticArgs {
 enum SemanticCommand {
     /// Check a model directory (`config.json`, `model.safetensors`, `tokenizer.json`) and
     /// install a copy into the data directory, recording its digest.
+    #[command(after_help = "Example:\n  memoree semantic install ../shared/models/potion-base-8M")]
     Install {
         /// The model directory.
         dir: PathBuf,
@@ -36,8 +37,10 @@ enum SemanticCommand {
         digest: Option<String>,
     },
     /// The installed model, and whether it loads.
+    #[command(after_help = "Example:\n  memoree semantic status --pretty")]
     Status,
     /// Remove the installed model; retrieval answers lexically again.
+    #[command(after_help = "Example:\n  memoree semantic remove")]
     Remove,
 }
 
