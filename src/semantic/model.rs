@@ -44,13 +44,13 @@ impl Embedder {
                 actual: digest,
             });
         }
-        let config: Value = serde_json::from_slice(&config)
+        let settings: Value = serde_json::from_slice(&config)
             .map_err(|e| SemanticError::bad(dir, format!("config.json is not JSON: {e}")))?;
-        if !config.is_object() {
+        if !settings.is_object() {
             return Err(SemanticError::bad(dir, "config.json is not a JSON object"));
         }
         let (rows, columns) = matrix_shape(dir, &matrix)?;
-        if let Some(hidden) = config.get("hidden_dim").and_then(Value::as_u64)
+        if let Some(hidden) = settings.get("hidden_dim").and_then(Value::as_u64)
             && hidden as usize != columns
         {
             return Err(SemanticError::bad(
@@ -65,13 +65,8 @@ impl Embedder {
                 format!("dimension mismatch: the tokenizer has token id {highest}, the matrix only {rows} rows"),
             ));
         }
-        let model = StaticModel::from_bytes(
-            &tokenizer,
-            &matrix,
-            serde_json::to_vec(&config).unwrap_or_default(),
-            Some(true),
-        )
-        .map_err(|e| SemanticError::bad(dir, format!("{e:#}")))?;
+        let model = StaticModel::from_bytes(&tokenizer, &matrix, &config, Some(true))
+            .map_err(|e| SemanticError::bad(dir, format!("{e:#}")))?;
         drop(matrix);
         let embedder = Embedder {
             model: model.quantize_int8(),

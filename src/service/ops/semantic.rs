@@ -20,7 +20,7 @@
 use std::cmp::Ordering;
 use std::collections::HashSet;
 
-use super::candidates::{Examined, Table};
+use super::candidates::Examined;
 use super::search::{Kinds, SearchRequest, Source};
 use crate::retrieval::plan::Plan;
 use crate::semantic::{Embedder, cosine};
@@ -111,7 +111,7 @@ pub(super) fn rescue(
         let seen: Vec<&str> = known.iter().map(String::as_str).collect();
         let extra = super::candidates::more_candidates(service, conn, request, plan, table, &seen, POOL)?;
         known.extend(extra.iter().map(|e| e.entity_id().to_owned()));
-        unqualified.extend(extra.into_iter().filter(|e| table_of(e) == table));
+        unqualified.extend(extra);
     }
     let floor = plan.policy.total * MIN_LEXICAL_SHARE;
     for examined in unqualified.iter_mut() {
@@ -135,13 +135,6 @@ pub(super) fn rescue(
     *unqualified = rest;
     qualified.extend(rescued);
     Ok(())
-}
-
-fn table_of(examined: &Examined) -> Table {
-    match examined.source {
-        Source::Artifact(_) => Table::Artifacts,
-        Source::Claim(_) => Table::Claims,
-    }
 }
 
 /// What the model reads of a candidate.
