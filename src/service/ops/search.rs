@@ -2,7 +2,7 @@
 //! candidates → merge → cut to the limit → `bounded_recency_v1` → hits with excerpts,
 //! citations, provenance and currentness, all judged at one evaluation instant.
 
-use crate::store::Db;
+use std::sync::{Arc, OnceLock};
 
 use super::candidates::{self, Body, Examined, MAX_NEAR_MISSES, Table};
 use crate::protocol::artifact::ArtifactStatus;
@@ -21,6 +21,7 @@ use crate::service::Grant;
 use crate::service::convert::{context_owner, evidence_locator, owner_context, stored_object};
 use crate::service::validate;
 use crate::service::{Call, Output, Service, ServiceError, to_value};
+use crate::store::Db;
 use crate::store::artifact::ArtifactRow;
 use crate::store::claim::ClaimRow;
 use crate::store::scope::Owner;
@@ -113,6 +114,9 @@ pub(super) struct SearchRequest {
     pub min_commit_seq: Option<i64>,
     /// The one evaluation instant of the request.
     pub evaluated_at: Timestamp,
+    /// The query's vector, computed once when a model first reads it and shared by the
+    /// request's copies (`memory.recall` runs up to three searches of one query).
+    pub query_vector: Arc<OnceLock<Vec<f32>>>,
 }
 
 impl SearchRequest {
@@ -132,6 +136,7 @@ impl SearchRequest {
             recency: input.recency.enabled,
             min_commit_seq: min_commit_seq(input.min_commit_seq)?,
             evaluated_at: timefmt::now(),
+            query_vector: Arc::default(),
         })
     }
 
@@ -142,6 +147,7 @@ impl SearchRequest {
             analysis: self.analysis.clone(),
             pins: self.pins.clone(),
             ambient: self.ambient.clone(),
+            query_vector: Arc::clone(&self.query_vector),
             limit,
             ..*self
         }

@@ -46,13 +46,13 @@ pub(super) struct SemanticQuery<'a> {
     pub embedder: &'a Embedder,
     /// The query's names (see [`names`]).
     pub names: Vec<String>,
-    pub vector: Vec<f32>,
+    pub vector: &'a [f32],
     pub threshold: f64,
 }
 
 impl<'a> SemanticQuery<'a> {
     /// The query's vector, when the service has a model and the query can be judged at all.
-    pub fn new(service: &'a Service, request: &SearchRequest, plan: &Plan) -> Option<SemanticQuery<'a>> {
+    pub fn new(service: &'a Service, request: &'a SearchRequest, plan: &Plan) -> Option<SemanticQuery<'a>> {
         let embedder = service.runtime().semantic.embedder()?;
         let names = names(&request.query);
         if plan.policy.stop_words_only || plan.any_expr.is_none() || names_unknown(&names, plan) {
@@ -61,7 +61,7 @@ impl<'a> SemanticQuery<'a> {
         Some(SemanticQuery {
             embedder,
             names,
-            vector: embedder.embed(&request.query),
+            vector: request.query_vector.get_or_init(|| embedder.embed(&request.query)),
             threshold: service.runtime().semantic_threshold.unwrap_or(PARTIAL_THRESHOLD),
         })
     }
@@ -216,6 +216,6 @@ pub(super) fn fuse(query: &SemanticQuery<'_>, all: &mut Vec<Examined>) {
 
 /// The cosine of the query's and the candidate's vectors, three decimals.
 fn similarity(query: &SemanticQuery<'_>, examined: &Examined) -> f64 {
-    let similarity = f64::from(cosine(&query.vector, &query.embedder.embed(&text_of(examined))));
+    let similarity = f64::from(cosine(query.vector, &query.embedder.embed(&text_of(examined))));
     (similarity * 1000.0).round() / 1000.0
 }
