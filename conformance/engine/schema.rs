@@ -1,7 +1,7 @@
 //! Schema checks on every exchange ([`Checks`]). The reference bundle
 //! (`../shared/spec/reference-schema-v1.json` beside the repository, or the kit's
-//! `--reference-schema`) validates requests, inputs, response envelopes and successful results
-//! of every trial. The project's own schemas (`spec/v1/schema/`) describe Memoree, extensions
+//! `--reference-schema`) validates response envelopes and successful results of every trial,
+//! and the requests and inputs of v1 trials (a memoree-level trial may send an extension). The project's own schemas (`spec/v1/schema/`) describe Memoree, extensions
 //! included, so they validate every trial in tree but only `memoree`-level trials when the kit
 //! checks another implementation: a v1 trial must fail only on what breaks v1.
 
@@ -45,7 +45,10 @@ impl Checks {
         request_meant_valid: bool,
     ) -> Result<(), String> {
         if let Some(reference) = &self.reference {
-            reference.check(request, response, request_meant_valid)?;
+            // A memoree-level trial may send what only Memoree (or the reference's later
+            // versions) accepts; its response must still satisfy the reference.
+            let check_input = request_meant_valid && level != Level::Memoree;
+            reference.check(request, response, check_input)?;
         }
         if self.ours == OurSchemas::Always || level == Level::Memoree {
             validate_against_our_schemas(request, response)?;
@@ -120,10 +123,11 @@ fn validate(validator: &Validator, instance: &Value, what: &str) -> Result<(), S
 }
 
 impl Schemas {
-    /// Checks one exchange. Requests (and their inputs) are checked only when they are meant
-    /// to be valid and name an operation the reference knows; every response envelope is
-    /// checked, and a successful result against its operation's result type.
-    pub fn check(&self, request: &Outgoing, response: &Value, request_meant_valid: bool) -> Result<(), String> {
+    /// Checks one exchange. Requests (and their inputs) are checked only when `check_input`
+    /// (a v1 trial's request meant to be valid) and they name an operation the reference
+    /// knows; every response envelope is checked, and a successful result against its
+    /// operation's result type.
+    pub fn check(&self, request: &Outgoing, response: &Value, check_input: bool) -> Result<(), String> {
         validate(&self.response, response, "the response envelope")?;
         let Outgoing::Json(request) = request else {
             return Ok(());
@@ -131,7 +135,7 @@ impl Schemas {
         let Some(op) = request.get("op").and_then(Value::as_str) else {
             return Ok(());
         };
-        if request_meant_valid && let Some(input_schema) = self.inputs.get(op) {
+        if check_input && let Some(input_schema) = self.inputs.get(op) {
             validate(&self.request, request, "the request")?;
             let input = request.get("input").unwrap_or(&Value::Null);
             validate(input_schema, input, &format!("the {op} input"))?;

@@ -189,7 +189,13 @@ fn corpus_table(report: &eval::Report) -> String {
         ));
     }
     for regression in &report.regressions {
-        out.push_str(&format!("regression: {regression}\n"));
+        if report.baseline_is_gate {
+            out.push_str(&format!("regression: {regression}\n"));
+        } else {
+            out.push_str(&format!(
+                "regression (reported: the baseline is the lexical path's): {regression}\n"
+            ));
+        }
     }
     out.push_str(if report.passed { "passed\n" } else { "FAILED\n" });
     out

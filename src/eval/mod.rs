@@ -113,6 +113,10 @@ pub struct Report {
     pub excerpt_citation_violations: usize,
     pub slices: Vec<SliceReport>,
     pub regressions: Vec<String>,
+    /// Whether falling below `baseline.json` fails the run. The baseline is the lexical
+    /// path's; with a semantic model its regressions are reported and the hard gates (no
+    /// false answer, no forbidden label, every required slice) decide.
+    pub baseline_is_gate: bool,
     pub hard_failures: usize,
     pub passed: bool,
 }
@@ -135,11 +139,17 @@ pub fn run_in_process_with(corpus_dir: &Path, policy: PolicyVersion) -> Result<R
 pub fn run_in_process_as(corpus_dir: &Path, runtime: crate::service::Runtime) -> Result<Report, EvalError> {
     let dir = tempfile::tempdir()?;
     let store = crate::store::Store::open(&dir.path().join("data")).map_err(|e| EvalError::Seed(e.to_string()))?;
+    let semantic = runtime.semantic.embedder().is_some();
     let service = Service::new(store, runtime);
     let transport = InProcess::new(service.clone());
     let report = run(corpus_dir, &transport);
     service.store().shutdown();
-    report
+    let mut report = report?;
+    if semantic {
+        report.baseline_is_gate = false;
+        report.passed = report.hard_failures == 0;
+    }
+    Ok(report)
 }
 
 /// Loads, seeds and evaluates the corpus in `corpus_dir` over `transport`, which must
@@ -229,6 +239,7 @@ fn summarize(corpus: &Corpus, cases: Vec<CaseReport>) -> Report {
         excerpt_citation_violations: count(checks::EXCERPT_CITATION),
         slices,
         passed: hard_failures == 0 && regressions.is_empty(),
+        baseline_is_gate: true,
         hard_failures,
         regressions,
         metrics,
@@ -294,7 +305,7 @@ impl Report {
             "cases": cases,
             "aggregate": aggregate,
             "slices": slices,
-            "baseline": {"regressions": self.regressions},
+            "baseline": {"regressions": self.regressions, "gate": self.baseline_is_gate},
             "hard_failures": self.hard_failures,
             "passed": self.passed,
         })

@@ -27,6 +27,9 @@ pub const MAX_SEARCH_ITEMS: usize = 100;
 pub const MAX_RECALL_CLAIMS: usize = 10;
 /// Artifact references per recall.
 pub const MAX_RECALL_ARTIFACT_REFS: usize = 20;
+/// Unqualified candidates of each kind per recall (`max_candidate_claims`,
+/// `max_candidate_artifact_refs`; 0, the default, shows none).
+pub const MAX_RECALL_CANDIDATES: usize = 16;
 /// Excerpt bytes per recall item.
 pub const MAX_RECALL_EXCERPT_BYTES: usize = 1024;
 /// Evidence previews attached per recalled claim.

@@ -10,6 +10,7 @@
 pub mod admin;
 pub mod artifact;
 pub mod browse;
+pub mod candidates;
 pub mod claim;
 pub mod document;
 mod envelope;

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::candidates::{RecallCandidateArtifactReference, RecallCandidateClaim};
 use super::claim::{ClaimType, EvidenceLocator};
 use super::ids::{ArtifactId, ArtifactRevisionId, ClaimId, ClaimRevisionId, RelationId, RevisionId};
 use super::relation::{EntityStatus, EntityType, horizon_input};
@@ -105,6 +106,16 @@ pub struct RecallInput {
     pub min_commit_seq: Option<i64>,
     #[serde(default)]
     pub recency: RecencyInput,
+    /// Unqualified claim candidates to show apart from the claims (0..=16; 0 shows none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub max_candidate_claims: i64,
+    /// Unqualified artifact candidates to show apart from the references (0..=16).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub max_candidate_artifact_refs: i64,
+}
+
+fn is_zero(value: &i64) -> bool {
+    *value == 0
 }
 
 impl RecallInput {
@@ -119,6 +130,8 @@ impl RecallInput {
             max_excerpt_bytes: default_max_excerpt_bytes(),
             min_commit_seq: None,
             recency: RecencyInput::default(),
+            max_candidate_claims: 0,
+            max_candidate_artifact_refs: 0,
         }
     }
 }
@@ -451,6 +464,32 @@ pub struct RecallResult {
     pub query_analysis: QueryAnalysis,
     /// Candidates that matched some units but did not qualify (never counted in presence).
     pub near_misses: Vec<NearMiss>,
+    /// Up to `max_candidate_claims` unqualified claim candidates of the claim search
+    /// (`protocol::candidates`).
+    #[serde(default)]
+    pub candidate_claims: Vec<RecallCandidateClaim>,
+    /// Up to `max_candidate_artifact_refs` unqualified candidates of the artifact search.
+    #[serde(default)]
+    pub candidate_artifact_refs: Vec<RecallCandidateArtifactReference>,
+    /// Candidates were asked for and more existed than were shown.
+    #[serde(default)]
+    pub candidate_claims_truncated: bool,
+    #[serde(default)]
+    pub candidate_artifact_refs_truncated: bool,
+    /// Unqualified candidates the claim search examined (shown or not).
+    #[serde(default)]
+    pub unqualified_claim_candidates: u64,
+    /// Unqualified candidates the artifact search examined (shown or not).
+    #[serde(default)]
+    pub unqualified_artifact_candidates: u64,
+    /// The highest `lexical_coverage` among them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_unqualified_claim_coverage: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_unqualified_artifact_coverage: Option<f64>,
+    /// Present when either search examined unqualified candidates: how to see them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidates_hint: Option<String>,
 }
 
 /// What the bundle included for one retrieved hit.

@@ -294,47 +294,73 @@ fn unit_expr(unit: &Unit, expansion: &Expansion) -> String {
     }
 }
 
-/// The candidates that may qualify: every minimal combination of driving units that reaches
-/// the requirement once the generic units are added, AND-ed within and OR-ed across.
+/// The candidates that may qualify: every minimal combination of driving units that meets
+/// the requirements of `qualify` (the weight share, the v2 majority, a question's two units)
+/// once the generic units are taken as matched, AND-ed within and OR-ed across; past
+/// [`MAX_SUBSET_UNITS`] or [`MAX_CLAUSES`], any driving unit. It is a necessary condition:
+/// the candidate query finds every candidate that can qualify, and few that cannot.
 fn qualifying_expr(units: &[PlannedUnit], policy: &Policy) -> Option<String> {
     if !policy.can_qualify() {
         return None;
     }
     let driving: Vec<usize> = (0..units.len()).filter(|&i| !units[i].weight.generic).collect();
-    let generic_weight: f64 = units.iter().filter(|u| u.weight.generic).map(|u| u.weight.value).sum();
     if driving.is_empty() {
         // Every unit is generic: all of them are needed (see `Policy`).
         return Some(units.iter().map(|u| u.expr.clone()).collect::<Vec<_>>().join(" AND "));
     }
-    let need = policy.required - generic_weight;
-    if need <= 0.0 || driving.len() > MAX_SUBSET_UNITS {
-        return Some(or_of(driving.iter().map(|&i| units[i].expr.as_str())));
+    // Generic units stay out of the expression: FTS5's bm25 reads every phrase's whole
+    // doclist once per query, and theirs cover a fifth of the store or more.
+    let generic: Vec<usize> = (0..units.len()).filter(|&i| units[i].weight.generic).collect();
+    if driving.len() <= MAX_SUBSET_UNITS
+        && let Some(minimal) = minimal_subsets(units, policy, &driving, &generic)
+    {
+        return (!minimal.is_empty()).then(|| clauses(units, &driving, &minimal));
     }
+    Some(or_of(driving.iter().map(|&i| units[i].expr.as_str())))
+}
+
+/// The minimal subsets of `members` (bit `b` standing for `units[members[b]]`) that meet the
+/// requirements with the `assumed` units taken as matched, smallest first; `None` past
+/// [`MAX_CLAUSES`].
+fn minimal_subsets(units: &[PlannedUnit], policy: &Policy, members: &[usize], assumed: &[usize]) -> Option<Vec<u32>> {
+    let majority = match policy.version {
+        PolicyVersion::V1 => 0.0,
+        PolicyVersion::V2 => ((units.len() / 2 + 1) as f64).min(units.iter().map(unit_count).sum()),
+    };
+    let meets = |subset: u32| {
+        let chosen: Vec<&PlannedUnit> = (0..members.len())
+            .filter(|b| subset & (1 << b) != 0)
+            .map(|b| &units[members[b]])
+            .chain(assumed.iter().map(|&i| &units[i]))
+            .collect();
+        let weight: f64 = chosen.iter().map(|u| u.weight.value).sum();
+        let counted: f64 = chosen.iter().map(|u| unit_count(u)).sum();
+        let two_units = !policy.two_units_needed || chosen.len() >= 2 || chosen.iter().any(|u| u.weight.distinctive);
+        weight + 1e-9 >= policy.required && counted + 1e-9 >= majority && two_units
+    };
     let mut minimal: Vec<u32> = Vec::new();
-    let mut subsets: Vec<u32> = (1u32..(1 << driving.len())).collect();
+    let mut subsets: Vec<u32> = (1u32..(1 << members.len())).collect();
     subsets.sort_by_key(|s| s.count_ones());
     for subset in subsets {
-        let weight: f64 = (0..driving.len())
-            .filter(|b| subset & (1 << b) != 0)
-            .map(|b| units[driving[b]].weight.value)
-            .sum();
-        if weight + 1e-9 < need || minimal.iter().any(|m| m & subset == *m) {
+        if minimal.iter().any(|m| m & subset == *m) || !meets(subset) {
             continue;
         }
         minimal.push(subset);
         if minimal.len() > MAX_CLAUSES {
-            return Some(or_of(driving.iter().map(|&i| units[i].expr.as_str())));
+            return None;
         }
     }
-    if minimal.is_empty() {
-        return None;
-    }
+    Some(minimal)
+}
+
+/// The FTS5 expression of `minimal` subsets of `members`.
+fn clauses(units: &[PlannedUnit], members: &[usize], minimal: &[u32]) -> String {
     let clauses: Vec<String> = minimal
         .iter()
         .map(|subset| {
-            let parts: Vec<&str> = (0..driving.len())
+            let parts: Vec<&str> = (0..members.len())
                 .filter(|b| subset & (1 << b) != 0)
-                .map(|b| units[driving[b]].expr.as_str())
+                .map(|b| units[members[b]].expr.as_str())
                 .collect();
             if parts.len() == 1 {
                 parts[0].to_owned()
@@ -343,11 +369,23 @@ fn qualifying_expr(units: &[PlannedUnit], policy: &Policy) -> Option<String> {
             }
         })
         .collect();
-    Some(if clauses.len() == 1 {
+    if clauses.len() == 1 {
         clauses.into_iter().next().unwrap_or_default()
     } else {
         clauses.join(" OR ")
-    })
+    }
+}
+
+/// What a unit counts toward the v2 majority, as `qualify` counts it: a distinctive unit
+/// as two, a word of the generic list as a half.
+fn unit_count(unit: &PlannedUnit) -> f64 {
+    if unit.weight.distinctive {
+        2.0
+    } else if unit.unit.generic {
+        0.5
+    } else {
+        1.0
+    }
 }
 
 #[cfg(test)]

@@ -68,6 +68,12 @@ pub struct RecallArgs {
     /// Byte cap per excerpt (1 to 1024).
     #[arg(long, default_value_t = 320)]
     max_excerpt_bytes: i64,
+    /// Unqualified claim candidates to show apart from the claims (0 to 16; suggestions only).
+    #[arg(long, default_value_t = 0)]
+    max_candidate_claims: i64,
+    /// Unqualified artifact candidates to show apart from the references (0 to 16).
+    #[arg(long, default_value_t = 0)]
+    max_candidate_artifact_refs: i64,
     #[command(flatten)]
     freshness: Freshness,
 }
@@ -117,6 +123,8 @@ pub(crate) fn recall(args: RecallArgs, global: &GlobalArgs) -> CliResult<Respons
         max_excerpt_bytes: args.max_excerpt_bytes,
         min_commit_seq: args.freshness.min_commit_seq,
         recency: args.freshness.recency(),
+        max_candidate_claims: args.max_candidate_claims,
+        max_candidate_artifact_refs: args.max_candidate_artifact_refs,
     };
     Call::new(input).send(global)
 }

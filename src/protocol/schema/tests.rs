@@ -43,6 +43,13 @@ fn reference_bundle() -> Option<Value> {
     Some(serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap())
 }
 
+/// The reference's bundle at v0.7.1 (its later, additive growth of the same protocol).
+fn reference_bundle_071() -> Option<Value> {
+    let test = crate::testkit::parts::current_test();
+    let path = crate::testkit::parts::shared_file("spec/reference-schema-v1-at-0.7.1.json", &test)?;
+    Some(serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap())
+}
+
 fn example_requests() -> Vec<Value> {
     serde_json::from_str(REQUEST_EXAMPLES).unwrap()
 }
@@ -248,7 +255,7 @@ fn example_results_cover_every_operation_and_validate_against_ours_and_the_refer
 
 #[test]
 fn inputs_declare_the_reference_fields_required_fields_defaults_and_titles() {
-    let Some(reference) = reference_bundle() else {
+    let (Some(reference), Some(later)) = (reference_bundle(), reference_bundle_071()) else {
         return;
     };
     for op in Operation::ALL.into_iter().filter(|&op| op.is_protocol_v1()) {
@@ -263,10 +270,18 @@ fn inputs_declare_the_reference_fields_required_fields_defaults_and_titles() {
                 .map(|p| p.keys().cloned().collect())
                 .unwrap_or_default()
         };
-        assert_eq!(names(ours), names(theirs), "{op:?} fields");
+        // Every v0.2.0 input field, plus those v0.7.1 added that we serve (issue 29), and
+        // nothing else.
+        let newer = &later["operation_inputs"][op.wire_name()];
+        assert!(names(ours).is_superset(&names(theirs)), "{op:?} fields");
         for field in names(ours) {
             let default = |schema: &Value| schema["properties"][&field].get("default").cloned();
-            assert_eq!(default(ours), default(theirs), "{op:?}.{field} default");
+            if names(theirs).contains(&field) {
+                assert_eq!(default(ours), default(theirs), "{op:?}.{field} default");
+            } else {
+                assert!(names(newer).contains(&field), "{op:?}.{field} is in neither bundle");
+                assert_eq!(default(ours), default(newer), "{op:?}.{field} default (v0.7.1)");
+            }
         }
     }
 }

@@ -127,19 +127,6 @@ pub(super) fn gather(
     Ok(gathered)
 }
 
-/// Near misses beyond the candidates already examined: one fetch with the any-unit
-/// expression, unqualified results only.
-pub(super) fn more_near_misses(
-    service: &Service,
-    conn: Db<'_>,
-    request: &SearchRequest,
-    plan: &Plan,
-    table: Table,
-    known: &[&str],
-) -> StoreResult<Vec<Examined>> {
-    more_candidates(service, conn, request, plan, table, known, 2 * MAX_NEAR_MISSES)
-}
-
 /// Up to `cap` candidates of the any-unit expression that are not in `known`, unqualified
 /// ones only (the qualifying expression already found the others).
 pub(super) fn more_candidates(
@@ -489,4 +476,14 @@ fn advice(plan: &Plan, near_misses: usize) -> String {
         text.push_str(" Reword with other words for the same thing, or drop a unit.");
     }
     text
+}
+
+/// The share of the query's information `examined`'s matched units carry, 0..=1, four
+/// decimals (`lexical_coverage` of a recall candidate).
+pub(super) fn lexical_coverage(plan: &Plan, examined: &Examined) -> f64 {
+    if plan.policy.total <= 0.0 {
+        return 0.0;
+    }
+    let share = (examined.qualification.matched_weight / plan.policy.total).clamp(0.0, 1.0);
+    (share * 10_000.0).round() / 10_000.0
 }

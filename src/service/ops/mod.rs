@@ -13,6 +13,7 @@ mod mutation;
 pub(crate) mod portable;
 mod purge;
 mod recall;
+mod recall_candidates;
 mod relation;
 mod revisioned;
 mod search;

@@ -7,8 +7,11 @@ use std::collections::HashMap;
 use crate::store::Db;
 
 use super::candidates;
+use super::candidates::Body;
+use super::recall_candidates::{self, Candidates};
 use super::search::{
-    Kinds, RankedHit, SearchRequest, Source, artifact_citation, evidence_citation, excerpt_citation, labels,
+    Kinds, Passage, Ranked, RankedHit, SearchRequest, Source, artifact_citation, evidence_citation, excerpt_citation,
+    labels,
 };
 use crate::protocol::Warning;
 use crate::protocol::claim::ClaimStatus;
@@ -26,6 +29,7 @@ use crate::service::convert::evidence_locator;
 use crate::service::grant::{Grant, Reach};
 use crate::service::validate;
 use crate::service::{Call, Output, Service, ServiceError};
+use crate::store::artifact::ArtifactRow;
 use crate::store::claim::{self as store_claim, ClaimRow, EvidenceRef};
 use crate::store::conflict::{self as store_conflict, OpenConflict};
 use crate::store::search as store_search;
@@ -41,7 +45,7 @@ pub(super) fn recall(service: &Service, call: &Call, input: RecallInput) -> Resu
         min_commit_seq: input.min_commit_seq,
         recency: input.recency,
     };
-    let base = SearchRequest::new(&search, call.context()?)?;
+    let mut base = SearchRequest::new(&search, call.context()?)?;
     let max_claims = validate::limit("max_claims", input.max_claims, limits::MAX_RECALL_CLAIMS)?;
     let max_refs = validate::limit(
         "max_artifact_refs",
@@ -53,6 +57,9 @@ pub(super) fn recall(service: &Service, call: &Call, input: RecallInput) -> Resu
         input.max_excerpt_bytes,
         limits::MAX_RECALL_EXCERPT_BYTES,
     )?;
+    let (max_candidate_claims, max_candidate_refs) =
+        recall_candidates::counts(input.max_candidate_claims, input.max_candidate_artifact_refs)?;
+    base.candidates_asked = max_candidate_claims + max_candidate_refs > 0;
     let claim_search = base.with_limit(max_claims);
     let artifact_search = base.with_limit(max_refs);
     let horizon = base.horizon;
@@ -61,8 +68,21 @@ pub(super) fn recall(service: &Service, call: &Call, input: RecallInput) -> Resu
     let found = service.store().read_db(|conn| {
         store_search::ensure_index_ready(conn, base.min_commit_seq)?;
         let plan = base.plan(service, conn)?;
-        let (claim_hits, claims_truncated) = claim_slots(service, conn, &plan, &claim_search, max_claims)?;
-        let artifact_hits = artifact_search.run(service, conn, &plan, Kinds::Artifacts, 0)?;
+        let slots = claim_slots(service, conn, &plan, &claim_search, max_claims, max_candidate_claims)?;
+        let (claim_hits, claims_truncated) = (slots.hits, slots.truncated);
+        let artifact_hits = artifact_search.run(
+            service,
+            conn,
+            &plan,
+            Kinds::Artifacts,
+            recall_candidates::wanted(max_candidate_refs),
+        )?;
+        let claim_candidates = Candidates::of(&slots.first, max_candidate_claims, |e| {
+            recall_candidates::claim(&plan, e, max_excerpt)
+        });
+        let artifact_candidates = Candidates::of(&artifact_hits, max_candidate_refs, |e| {
+            recall_candidates::artifact(&plan, e, max_excerpt)
+        });
         let claim_ids: Vec<&str> = claim_hits.iter().map(|h| h.wire.entity_id.as_str()).collect();
         let conflicts = store_conflict::open_conflicts_for_claims(conn, &claim_ids, &ambient, horizon)?;
         let mut previews = Previews::new(service, &plan, max_excerpt);
@@ -114,6 +134,19 @@ pub(super) fn recall(service: &Service, call: &Call, input: RecallInput) -> Resu
             ),
             query_analysis,
             near_misses,
+            candidates_hint: recall_candidates::hint(
+                claim_candidates.unqualified,
+                artifact_candidates.unqualified,
+                max_candidate_claims + max_candidate_refs > 0,
+            ),
+            candidate_claims: claim_candidates.shown,
+            candidate_artifact_refs: artifact_candidates.shown,
+            candidate_claims_truncated: claim_candidates.truncated,
+            candidate_artifact_refs_truncated: artifact_candidates.truncated,
+            unqualified_claim_candidates: claim_candidates.unqualified,
+            unqualified_artifact_candidates: artifact_candidates.unqualified,
+            best_unqualified_claim_coverage: claim_candidates.best_coverage,
+            best_unqualified_artifact_coverage: artifact_candidates.best_coverage,
         };
         Ok((result, warnings))
     })?;
@@ -126,17 +159,33 @@ pub(super) fn recall(service: &Service, call: &Call, input: RecallInput) -> Resu
 /// Near misses recall reports when nothing qualified (`presence: "none"`).
 const RECALL_NEAR_MISSES: usize = 3;
 
+/// The claim slots of a recall.
+struct ClaimSlots {
+    hits: Vec<RankedHit>,
+    /// More qualified claims exist than `max_claims`.
+    truncated: bool,
+    /// The first claim search (its near misses are the claim candidates).
+    first: Ranked,
+}
+
 /// The claim slots: qualified claims in rank order, except that one source artifact (a
 /// claim's first evidence artifact) fills at most two slots while other claims qualify.
-/// Returns the hits and whether more qualified claims exist than `max_claims`.
+/// The first search also keeps up to `candidates` (+1) near misses.
 fn claim_slots(
     service: &Service,
     conn: Db<'_>,
     plan: &crate::retrieval::Plan,
     search: &SearchRequest,
     max_claims: usize,
-) -> StoreResult<(Vec<RankedHit>, bool)> {
-    let first = search.run(service, conn, plan, Kinds::Claims, 0)?;
+    candidates: usize,
+) -> StoreResult<ClaimSlots> {
+    let mut first = search.run(
+        service,
+        conn,
+        plan,
+        Kinds::Claims,
+        recall_candidates::wanted(candidates),
+    )?;
     let crowded = |hits: &[RankedHit]| {
         let mut counts: HashMap<String, usize> = HashMap::new();
         sources(hits).into_iter().flatten().any(|source| {
@@ -146,7 +195,11 @@ fn claim_slots(
         })
     };
     if !first.truncated || !crowded(&first.hits) {
-        return Ok((first.hits, first.truncated));
+        return Ok(ClaimSlots {
+            hits: std::mem::take(&mut first.hits),
+            truncated: first.truncated,
+            first,
+        });
     }
     let wider = search
         .with_limit((max_claims * 3).min(limits::MAX_RECALL_CLAIMS * 3))
@@ -160,7 +213,7 @@ fn claim_slots(
         .take(max_claims)
         .filter_map(|index| slots[index].take())
         .collect();
-    Ok((hits, truncated))
+    Ok(ClaimSlots { hits, truncated, first })
 }
 
 /// The first evidence artifact of each claim hit.
@@ -378,36 +431,16 @@ fn is_text(media_type: &str) -> bool {
 /// signals cover the title and the full-size window, so a cut never hides one.
 fn artifact_ref(hit: &RankedHit, scores: &[usize], max_excerpt: usize) -> RecallArtifactReference {
     let wire = &hit.wire;
-    let (excerpt, excerpt_truncated, excerpt_citation) = match &hit.body {
-        Some(body) if wire.excerpt.len() > max_excerpt => {
-            let (mut fitted, truncated) = fitted_excerpt(
-                &body.text,
-                &body.spans,
-                &body.instances,
-                scores,
-                SNIPPET_TOKENS,
-                max_excerpt,
-            );
-            // A shrunk window that left the cited passage becomes the plain head of the
-            // search window, which the passage holds.
-            if let Some(passage) = hit.passage
-                && (fitted.start < passage.cited.0 || fitted.end > passage.cited.1)
-            {
-                let (start, end) = passage.window;
-                let shown = truncate_to_char_boundary(&body.text[start..end], max_excerpt);
-                fitted = Excerpt {
-                    text: shown.to_owned(),
-                    start,
-                    end: start + shown.len(),
-                };
-            }
-            let citation = match &hit.source {
-                Source::Artifact(row) => excerpt_citation(row, body, fitted.start, fitted.end),
-                Source::Claim(_) => None,
-            };
-            (fitted.text, truncated, citation)
-        }
-        _ => (wire.excerpt.clone(), false, wire.excerpt_citation.clone()),
+    let (excerpt, excerpt_truncated, excerpt_citation) = match &hit.source {
+        Source::Artifact(row) => fit_excerpt(
+            row,
+            hit.body.as_ref(),
+            hit.passage,
+            (&wire.excerpt, wire.excerpt_citation.as_ref()),
+            scores,
+            max_excerpt,
+        ),
+        Source::Claim(_) => (wire.excerpt.clone(), false, wire.excerpt_citation.clone()),
     };
     RecallArtifactReference {
         artifact_id: wire.entity_id.as_str().into(),
@@ -465,4 +498,43 @@ fn evidence_window(plan: &Plan, text: &str, max_bytes: usize) -> (usize, usize) 
         end = word.start;
     }
     (start, end.max(start))
+}
+
+/// An artifact's search excerpt cut to `max_excerpt` bytes: a narrower window around the
+/// best matches, with the citation of exactly the bytes shown. Returns the excerpt, whether
+/// it was cut, and its citation.
+pub(super) fn fit_excerpt(
+    row: &ArtifactRow,
+    body: Option<&Body>,
+    passage: Option<Passage>,
+    (shown, shown_citation): (&str, Option<&String>),
+    scores: &[usize],
+    max_excerpt: usize,
+) -> (String, bool, Option<String>) {
+    let Some(body) = body.filter(|_| shown.len() > max_excerpt) else {
+        return (shown.to_owned(), false, shown_citation.cloned());
+    };
+    let (mut fitted, truncated) = fitted_excerpt(
+        &body.text,
+        &body.spans,
+        &body.instances,
+        scores,
+        SNIPPET_TOKENS,
+        max_excerpt,
+    );
+    // A shrunk window that left the cited passage becomes the plain head of the search
+    // window, which the passage holds.
+    if let Some(passage) = passage
+        && (fitted.start < passage.cited.0 || fitted.end > passage.cited.1)
+    {
+        let (start, end) = passage.window;
+        let head = truncate_to_char_boundary(&body.text[start..end], max_excerpt);
+        fitted = Excerpt {
+            text: head.to_owned(),
+            start,
+            end: start + head.len(),
+        };
+    }
+    let citation = excerpt_citation(row, body, fitted.start, fitted.end);
+    (fitted.text, truncated, citation)
 }

@@ -114,6 +114,9 @@ pub(super) struct SearchRequest {
     pub min_commit_seq: Option<i64>,
     /// The one evaluation instant of the request.
     pub evaluated_at: Timestamp,
+    /// A recall asked for its unqualified candidates: near misses are topped up even when
+    /// something qualified.
+    pub candidates_asked: bool,
     /// The query's vector, computed once when a model first reads it and shared by the
     /// request's copies (`memory.recall` runs up to three searches of one query).
     pub query_vector: Arc<OnceLock<Vec<f32>>>,
@@ -136,6 +139,7 @@ impl SearchRequest {
             recency: input.recency.enabled,
             min_commit_seq: min_commit_seq(input.min_commit_seq)?,
             evaluated_at: timefmt::now(),
+            candidates_asked: false,
             query_vector: Arc::default(),
         })
     }
@@ -205,7 +209,8 @@ impl SearchRequest {
         qualified.truncate(self.limit);
 
         let known: Vec<String> = qualified.iter().map(|e| e.entity_id().to_owned()).collect();
-        let misses = self.near_misses(service, conn, plan, kinds, unqualified, &known, near_misses)?;
+        let candidates = self.near_miss_candidates(service, conn, plan, kinds, unqualified, &known, near_misses)?;
+        let misses: Vec<NearMiss> = candidates.shown.iter().map(|e| self.near_miss(plan, e)).collect();
 
         let judged: Vec<Judged> = qualified
             .into_iter()
@@ -243,6 +248,7 @@ impl SearchRequest {
             truncated,
             limit: self.limit,
             near_misses: misses,
+            unqualified: candidates,
             query_analysis,
         })
     }
@@ -257,29 +263,56 @@ impl SearchRequest {
         conn: Db<'_>,
         plan: &Plan,
         kinds: Kinds,
-        mut unqualified: Vec<Examined>,
+        unqualified: Vec<Examined>,
         known: &[String],
         count: usize,
     ) -> StoreResult<Vec<NearMiss>> {
-        if count == 0 {
-            return Ok(Vec::new());
-        }
+        let candidates = self.near_miss_candidates(service, conn, plan, kinds, unqualified, known, count)?;
+        Ok(candidates.shown.iter().map(|e| self.near_miss(plan, e)).collect())
+    }
+
+    /// The candidates behind [`SearchRequest::near_misses`], before their wire form, with
+    /// how many unqualified candidates were examined and their best coverage.
+    #[allow(clippy::too_many_arguments)]
+    pub fn near_miss_candidates(
+        &self,
+        service: &Service,
+        conn: Db<'_>,
+        plan: &Plan,
+        kinds: Kinds,
+        mut unqualified: Vec<Examined>,
+        known: &[String],
+        count: usize,
+    ) -> StoreResult<Unqualified> {
         unqualified.retain(|e| !known.iter().any(|k| k == e.entity_id()));
-        // One more fetch only when nothing qualified: then the near misses are the answer's
-        // only lead, and otherwise the examined candidates suffice.
-        if unqualified.len() < count && known.is_empty() {
+        // One more fetch only when nothing qualified (then the near misses are the answer's
+        // only lead; otherwise the examined candidates suffice) or when a recall asked for
+        // its candidates.
+        if count > 0 && unqualified.len() < count && (known.is_empty() || self.candidates_asked) {
             let mut seen: Vec<&str> = known.iter().map(String::as_str).collect();
             let ids: Vec<String> = unqualified.iter().map(|e| e.entity_id().to_owned()).collect();
             seen.extend(ids.iter().map(String::as_str));
+            let cap = (2 * MAX_NEAR_MISSES).max(count);
             let mut extra = Vec::new();
             for &table in kinds.tables() {
-                extra.extend(candidates::more_near_misses(service, conn, self, plan, table, &seen)?);
+                extra.extend(candidates::more_candidates(
+                    service, conn, self, plan, table, &seen, cap,
+                )?);
             }
             unqualified.extend(extra);
         }
+        let examined = unqualified.len();
+        let best_coverage = unqualified
+            .iter()
+            .map(|e| candidates::lexical_coverage(plan, e))
+            .max_by(f64::total_cmp);
         candidates::order_near_misses(&mut unqualified);
         unqualified.truncate(count);
-        Ok(unqualified.iter().map(|e| self.near_miss(plan, e)).collect())
+        Ok(Unqualified {
+            shown: unqualified,
+            examined,
+            best_coverage,
+        })
     }
 
     /// Currentness, effective time and recency eligibility of one candidate.
@@ -325,7 +358,7 @@ impl SearchRequest {
         }
     }
 
-    fn near_miss(&self, plan: &Plan, examined: &Examined) -> NearMiss {
+    pub(super) fn near_miss(&self, plan: &Plan, examined: &Examined) -> NearMiss {
         let (entity_type, entity_id, revision_id, citation, title, excerpt, excerpt_citation) = match &examined.source {
             Source::Artifact(row) => {
                 let shown = artifact_excerpt(plan, row, examined.body.as_ref());
@@ -460,6 +493,16 @@ pub(super) struct RankedHit {
     pub passage: Option<Passage>,
 }
 
+/// A search's unqualified candidates.
+pub(super) struct Unqualified {
+    /// The near misses, best first.
+    pub shown: Vec<Examined>,
+    /// Unqualified candidates examined (shown or not).
+    pub examined: usize,
+    /// Their highest [`candidates::lexical_coverage`].
+    pub best_coverage: Option<f64>,
+}
+
 /// The final hits of one ranked search.
 pub(super) struct Ranked {
     pub hits: Vec<RankedHit>,
@@ -467,6 +510,8 @@ pub(super) struct Ranked {
     pub truncated: bool,
     pub limit: usize,
     pub near_misses: Vec<NearMiss>,
+    /// The candidates behind `near_misses`, and what was examined.
+    pub unqualified: Unqualified,
     pub query_analysis: QueryAnalysis,
 }
 

@@ -89,8 +89,9 @@ fn is_name(names: &[String], unit: &crate::retrieval::analyze::Unit) -> bool {
     unit.words.iter().any(|w| names.contains(w))
 }
 
-/// Judges the unqualified candidates (and up to [`POOL`] more any-unit candidates per
-/// entity type) and moves those that clear the requirement to `qualified`.
+/// Judges the unqualified candidates (and, while fewer than the limit qualified, up to
+/// [`POOL`] more any-unit candidates per entity type) and moves those that clear the
+/// requirement to `qualified`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn rescue(
     service: &Service,
@@ -107,7 +108,14 @@ pub(super) fn rescue(
         .chain(unqualified.iter())
         .map(|e| e.entity_id().to_owned())
         .collect();
-    for &table in kinds.tables() {
+    // The extra candidates are looked for only while too few qualified lexically: the
+    // rescue is for questions lexical matching answers poorly, and it bounds the cost.
+    let tables = if qualified.len() < request.limit {
+        kinds.tables()
+    } else {
+        &[]
+    };
+    for &table in tables {
         let seen: Vec<&str> = known.iter().map(String::as_str).collect();
         let extra = super::candidates::more_candidates(service, conn, request, plan, table, &seen, POOL)?;
         known.extend(extra.iter().map(|e| e.entity_id().to_owned()));
