@@ -38,8 +38,9 @@ const POOL: usize = 30;
 pub const FUSION_K: f64 = 5.0;
 /// Qualified candidates reordered by fusion, in lexical order.
 const FUSE_DEPTH: usize = 120;
-/// Bytes of an artifact body embedded around its first match.
-const WINDOW_BYTES: usize = 1024;
+/// Bytes of an artifact body embedded around its first match (384 and 1024 measure alike on
+/// LoCoMo and the golden corpora; the smaller window costs a third of the embedding time).
+const WINDOW_BYTES: usize = 384;
 
 /// The query's side of the judgment.
 pub(super) struct SemanticQuery<'a> {
