@@ -9,6 +9,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_purge_tombstones.sql"),
     include_str!("migrations/0003_keyed_tombstones.sql"),
+    include_str!("migrations/0004_store_format.sql"),
 ];
 
 /// The schema version this binary writes.
@@ -16,6 +17,16 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// The migration that keys tombstone digests; existing ones are rewritten after its SQL.
 const KEYED_TOMBSTONES: i64 = 3;
+
+/// What `meta.schema_version` holds at schema `version`: never a bare integer, which the
+/// reference implementation would take for one of its own schema versions and migrate
+/// (`migrations/0004_store_format.sql`).
+pub fn schema_tag(version: i64) -> String {
+    format!("memoree-{version}")
+}
+
+/// `meta.store_format` of every Memoree store (from schema 4; 3 on PostgreSQL).
+pub const STORE_FORMAT: &str = "memoree";
 
 /// Reads the schema version of an open database.
 pub fn schema_version(conn: &Connection) -> StoreResult<i64> {
@@ -63,9 +74,69 @@ pub fn migrate(conn: &mut Connection) -> StoreResult<()> {
         tx.execute_batch(&format!("PRAGMA user_version = {version}"))?;
         tx.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?1)",
-            [version.to_string()],
+            [schema_tag(version)],
         )?;
         tx.commit()?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::Connection;
+
+    use super::{SCHEMA_VERSION, STORE_FORMAT, schema_tag};
+    use crate::store::Store;
+
+    fn meta(path: &std::path::Path, key: &str) -> Option<String> {
+        let conn = Connection::open(path).unwrap();
+        conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .ok()
+    }
+
+    #[test]
+    fn a_store_never_records_a_bare_integer_schema_version_that_the_reference_would_migrate() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("data")).unwrap();
+        let db = store.db_path().to_path_buf();
+        assert!(store.verify().unwrap().is_ok());
+        store.shutdown();
+        let recorded = meta(&db, "schema_version").unwrap();
+        assert_eq!(recorded, schema_tag(SCHEMA_VERSION));
+        // The reference parses the value as an i64 and migrates 1..=5: ours does not parse.
+        assert!(recorded.parse::<i64>().is_err(), "{recorded}");
+        assert_eq!(meta(&db, "store_format").as_deref(), Some(STORE_FORMAT));
+        // verify notices a store that lost its identity.
+        let conn = Connection::open(&db).unwrap();
+        conn.execute_batch("DELETE FROM meta WHERE key = 'store_format'").unwrap();
+        drop(conn);
+        let store = Store::open(&dir.path().join("data")).unwrap();
+        let report = store.verify().unwrap();
+        assert!(report.has(crate::store::verify::kind::SCHEMA_VERSION), "{:?}", report.issues);
+        store.shutdown();
+    }
+
+    #[test]
+    fn a_store_of_schema_three_is_migrated_to_the_tagged_version_and_verifies() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let store = Store::open(&data).unwrap();
+        let db = store.db_path().to_path_buf();
+        store.shutdown();
+        // What a schema-3 binary left: the version as a bare integer and no format marker.
+        let conn = Connection::open(&db).unwrap();
+        conn.execute_batch(
+            "PRAGMA user_version = 3;
+             UPDATE meta SET value = '3' WHERE key = 'schema_version';
+             DELETE FROM meta WHERE key = 'store_format';",
+        )
+        .unwrap();
+        drop(conn);
+        let store = Store::open(&data).unwrap();
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+        assert!(store.verify().unwrap().is_ok());
+        store.shutdown();
+        assert_eq!(meta(&db, "schema_version"), Some(schema_tag(SCHEMA_VERSION)));
+        assert_eq!(meta(&db, "store_format").as_deref(), Some(STORE_FORMAT));
+    }
 }

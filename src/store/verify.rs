@@ -218,11 +218,24 @@ fn check_schema_version(db: Db<'_>, version: i64, expected: i64, f: &mut Finding
     }
     let recorded: Option<String> =
         db.query_opt("SELECT value FROM meta WHERE key = 'schema_version'", &[], |r| r.get(0))?;
-    if recorded.as_deref() != Some(version.to_string().as_str()) {
+    if recorded.as_deref() != Some(super::migrate::schema_tag(version).as_str()) {
         f.issue(
             kind::SCHEMA_VERSION,
             None,
             format!("meta.schema_version is {recorded:?}, but the database reports {version}"),
+        );
+    }
+    // Every schema this binary writes names its owner (`migrate::schema_tag`).
+    let format: Option<String> =
+        db.query_opt("SELECT value FROM meta WHERE key = 'store_format'", &[], |r| r.get(0))?;
+    if version == expected && format.as_deref() != Some(super::migrate::STORE_FORMAT) {
+        f.issue(
+            kind::SCHEMA_VERSION,
+            None,
+            format!(
+                "meta.store_format is {format:?}, not {:?}",
+                super::migrate::STORE_FORMAT
+            ),
         );
     }
     Ok(())

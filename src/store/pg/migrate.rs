@@ -15,6 +15,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0002_keyed_tombstones",
         include_str!("migrations/0002_keyed_tombstones.sql"),
     ),
+    ("0003_store_format", include_str!("migrations/0003_store_format.sql")),
 ];
 
 /// The migration that keys tombstone digests; existing ones are rewritten after its SQL.
@@ -100,7 +101,7 @@ fn migrate_locked(conn: &PgConn) -> StoreResult<()> {
         conn.execute(
             "INSERT INTO meta (key, value) VALUES ('schema_version', ?1)
              ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            &[&version.to_string()],
+            &[&crate::store::migrate::schema_tag(version)],
         )?;
     }
     Ok(())

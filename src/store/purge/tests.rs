@@ -516,7 +516,7 @@ fn a_postgresql_store_with_plain_tombstone_digests_migrates_to_keyed_ones() {
          DROP TABLE store_secrets;
          CREATE TRIGGER purged_revisions_are_immutable BEFORE UPDATE ON purged_revisions
              FOR EACH ROW EXECUTE FUNCTION memoree_refuse('purge tombstones are permanent');
-         DELETE FROM memoree_schema WHERE version = 2;
+         DELETE FROM memoree_schema WHERE version >= 2;
          UPDATE meta SET value = '1' WHERE key = 'schema_version';",
     );
     assert_eq!(
