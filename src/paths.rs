@@ -27,6 +27,10 @@ pub const SOCKET_NAME: &str = "memoree.sock";
 pub const RUN_DIR: &str = "run";
 /// The config file name.
 pub const CONFIG_FILE: &str = "config.toml";
+/// Memoree's own config tables (`[remember]`, `[store]`, `[remote]`, `[tls]`), beside
+/// [`CONFIG_FILE`]: the reference implementation reads `config.toml` too and refuses any key
+/// it does not know, so a shared config keeps these here (`ambient::read_config`).
+pub const EXTENSIONS_FILE: &str = "extensions.toml";
 /// The installed semantic model (`memoree semantic install`).
 pub const SEMANTIC_DIR: &str = "semantic";
 
@@ -43,6 +47,7 @@ pub const LAYOUT_ENTRIES: &[&str] = &[
     PENDING_DIR,
     RUN_DIR,
     CONFIG_FILE,
+    EXTENSIONS_FILE,
     SEMANTIC_DIR,
     SOCKET_NAME,
     "memoree.sock.lock",

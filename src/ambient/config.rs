@@ -46,20 +46,60 @@ pub struct Settings {
     pub store_password_file: Option<std::path::PathBuf>,
 }
 
-/// Loads `config.toml`. A missing file gives the default settings; an unreadable or
-/// malformed one is an [`AmbientError::Config`] that includes the TOML error text.
+/// Loads `config.toml` (with `extensions.toml` beside it, see [`read_config`]). A missing
+/// file gives the default settings; an unreadable or malformed one is an
+/// [`AmbientError::Config`] that includes the TOML error text.
 pub fn load_settings(path: &Path) -> Result<Settings, AmbientError> {
-    let text = match fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Settings::default()),
-        Err(err) => {
-            return Err(AmbientError::Config(format!(
-                "cannot read config {}: {err}",
-                path.display()
-            )));
-        }
+    match read_config(path).map_err(AmbientError::Config)? {
+        Some(text) => parse_settings(path, &text),
+        None => Ok(Settings::default()),
+    }
+}
+
+/// The tables `extensions.toml` may hold: Memoree's own, which the reference
+/// implementation's strict `config.toml` parser would refuse.
+const EXTENSION_KEYS: &[&str] = &["remember", "store", "remote", "tls"];
+
+/// The config text at `path` (`config.toml`) merged with `extensions.toml` beside it, or
+/// `None` when neither exists. `extensions.toml` holds only Memoree's own tables
+/// ([`EXTENSION_KEYS`]); a table set in both files is an error. Every reader of the config
+/// (`load_settings`, `daemon::remote`, `client::tls`) reads it through here, and relative
+/// paths in either file are anchored at their shared directory.
+pub fn read_config(path: &Path) -> Result<Option<String>, String> {
+    let read = |path: &Path| match fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(err) => Err(format!("cannot read config {}: {err}", path.display())),
     };
-    parse_settings(path, &text)
+    let extensions_path = path.with_file_name(crate::paths::EXTENSIONS_FILE);
+    let (config, extensions) = (read(path)?, read(&extensions_path)?);
+    let Some(extensions) = extensions else {
+        return Ok(config);
+    };
+    let parse = |path: &Path, text: &str| {
+        text.parse::<toml::Table>()
+            .map_err(|err| format!("invalid config {}: {err}", path.display()))
+    };
+    let extra = parse(&extensions_path, &extensions)?;
+    reject_unknown_keys(&extra, EXTENSION_KEYS)
+        .map_err(|problem| format!("invalid config {}: {problem}", extensions_path.display()))?;
+    let mut merged = match &config {
+        Some(text) => parse(path, text)?,
+        None => toml::Table::new(),
+    };
+    for (key, value) in extra {
+        if merged.contains_key(&key) {
+            return Err(format!(
+                "invalid config: [{key}] is set in both {} and {}; keep it in one",
+                path.display(),
+                extensions_path.display()
+            ));
+        }
+        merged.insert(key, value);
+    }
+    toml::to_string(&merged)
+        .map(Some)
+        .map_err(|err| format!("invalid config {}: {err}", extensions_path.display()))
 }
 
 fn parse_settings(path: &Path, text: &str) -> Result<Settings, AmbientError> {
@@ -283,5 +323,39 @@ mod tests {
         let message = config_message("schema = = 1\n");
         assert!(message.starts_with("invalid config /c/config.toml: "), "{message}");
         assert!(message.len() > "invalid config /c/config.toml: ".len());
+    }
+    #[test]
+    fn memoree_tables_may_live_in_extensions_toml_so_config_toml_stays_readable_by_the_reference() {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = tmp.path().join("config.toml");
+        let extensions = tmp.path().join(crate::paths::EXTENSIONS_FILE);
+        // config.toml holds only what the reference's strict parser accepts.
+        fs::write(&config, "schema = 1\n[personal]\nworkspace_id = \"wsp_a\"\nproject_id = \"prj_a\"\n").unwrap();
+        fs::write(
+            &extensions,
+            "[store]\nurl = \"postgres://memoree@db/memoree\"\npassword_file = \"pw\"\n\
+             [remember]\ncompiler = [\"/bin/sh\", \"c.sh\"]\n",
+        )
+        .unwrap();
+        let settings = load_settings(&config).unwrap();
+        assert_eq!(settings.personal.unwrap().workspace_id, "wsp_a");
+        assert_eq!(settings.store_url.as_deref(), Some("postgres://memoree@db/memoree"));
+        assert_eq!(settings.store_password_file, Some(tmp.path().join("pw")));
+        assert_eq!(settings.remember_compiler.unwrap(), ["/bin/sh", "c.sh"]);
+        // Without config.toml, extensions.toml alone is read.
+        fs::remove_file(&config).unwrap();
+        assert!(load_settings(&config).unwrap().store_url.is_some());
+
+        // A table in both files is ambiguous; a reference key in extensions.toml is refused.
+        fs::write(&config, "[store]\nurl = \"postgres://other/x\"\n").unwrap();
+        let both = read_config(&config).unwrap_err();
+        assert!(both.contains("[store] is set in both"), "{both}");
+        fs::write(&config, "").unwrap();
+        fs::write(&extensions, "[personal]\nworkspace_id = \"wsp_a\"\n").unwrap();
+        let foreign = read_config(&config).unwrap_err();
+        assert!(foreign.contains("unknown key `personal`"), "{foreign}");
+        fs::write(&extensions, "[tls\n").unwrap();
+        let malformed = read_config(&config).unwrap_err();
+        assert!(malformed.contains("extensions.toml"), "{malformed}");
     }
 }

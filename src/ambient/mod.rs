@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use crate::fsutil::FsError;
 use crate::protocol::{AmbientContext, ContextSource, ErrorCode};
 
-pub use config::{Settings, load_settings};
+pub use config::{Settings, load_settings, read_config};
 pub use marker::{InitOutcome, MARKER_FILE, Marker, find_marker, init_marker, read_marker};
 pub use session::{
     SESSION_ENV, decode_session_context, derive_task_id, encode_session_context, read_session_context,

@@ -153,15 +153,8 @@ impl TlsCredentials {
 }
 
 fn read_table(path: &Path) -> Result<RawTls, ClientError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(RawTls::default()),
-        Err(e) => {
-            return Err(ClientError::Config(format!(
-                "cannot read config {}: {e}",
-                path.display()
-            )));
-        }
+    let Some(text) = crate::ambient::read_config(path).map_err(ClientError::Config)? else {
+        return Ok(RawTls::default());
     };
     let file: ConfigFile = toml::from_str(&text)
         .map_err(|e| ClientError::Config(format!("invalid config {}: {}", path.display(), e.message())))?;

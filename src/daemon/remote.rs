@@ -101,12 +101,10 @@ impl RemoteConfig {
     /// The `[remote]` table of the config file at `path`; `None` when the file or the
     /// table is absent.
     pub fn load(path: &Path) -> Result<Option<RemoteConfig>, String> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("cannot read config {}: {e}", path.display())),
-        };
-        RemoteConfig::parse(path, &text)
+        match crate::ambient::read_config(path)? {
+            Some(text) => RemoteConfig::parse(path, &text),
+            None => Ok(None),
+        }
     }
 
     /// Parses the `[remote]` table of `text` (read from `path`, whose directory anchors

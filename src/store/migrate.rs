@@ -108,11 +108,16 @@ mod tests {
         assert_eq!(meta(&db, "store_format").as_deref(), Some(STORE_FORMAT));
         // verify notices a store that lost its identity.
         let conn = Connection::open(&db).unwrap();
-        conn.execute_batch("DELETE FROM meta WHERE key = 'store_format'").unwrap();
+        conn.execute_batch("DELETE FROM meta WHERE key = 'store_format'")
+            .unwrap();
         drop(conn);
         let store = Store::open(&dir.path().join("data")).unwrap();
         let report = store.verify().unwrap();
-        assert!(report.has(crate::store::verify::kind::SCHEMA_VERSION), "{:?}", report.issues);
+        assert!(
+            report.has(crate::store::verify::kind::SCHEMA_VERSION),
+            "{:?}",
+            report.issues
+        );
         store.shutdown();
     }
 
