@@ -77,6 +77,12 @@ pub struct CapabilitiesDocument {
     pub max_recall_artifact_refs: usize,
     pub max_recall_excerpt_bytes: usize,
     pub max_recall_evidence_excerpts_per_claim: usize,
+    /// Extension (the reference's v0.7 field): `memory.recall`'s `max_candidate_claims` bound.
+    #[serde(default)]
+    pub max_recall_candidate_claims: usize,
+    /// Extension (v0.7): `memory.recall`'s `max_candidate_artifact_refs` bound.
+    #[serde(default)]
+    pub max_recall_candidate_artifact_refs: usize,
     pub max_history_items: usize,
     pub max_relation_list_items: usize,
     pub max_conflict_list_items: usize,

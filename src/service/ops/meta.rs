@@ -61,6 +61,8 @@ pub(crate) fn document_for(kind: crate::store::StoreKind) -> CapabilitiesDocumen
         max_recall_claims: limits::MAX_RECALL_CLAIMS,
         max_recall_artifact_refs: limits::MAX_RECALL_ARTIFACT_REFS,
         max_recall_excerpt_bytes: limits::MAX_RECALL_EXCERPT_BYTES,
+        max_recall_candidate_claims: limits::MAX_RECALL_CANDIDATES,
+        max_recall_candidate_artifact_refs: limits::MAX_RECALL_CANDIDATES,
         max_recall_evidence_excerpts_per_claim: limits::MAX_RECALL_EVIDENCE_EXCERPTS_PER_CLAIM,
         max_history_items: limits::MAX_HISTORY_ITEMS,
         max_relation_list_items: limits::MAX_RELATION_LIST_ITEMS,
@@ -113,6 +115,7 @@ pub(crate) fn document_for(kind: crate::store::StoreKind) -> CapabilitiesDocumen
             "claim.purge",
             "import",
             "portable_export_v1",
+            "recall_candidates",
         ]
         .map(Into::into)
         .to_vec(),
