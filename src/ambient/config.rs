@@ -330,7 +330,11 @@ mod tests {
         let config = tmp.path().join("config.toml");
         let extensions = tmp.path().join(crate::paths::EXTENSIONS_FILE);
         // config.toml holds only what the reference's strict parser accepts.
-        fs::write(&config, "schema = 1\n[personal]\nworkspace_id = \"wsp_a\"\nproject_id = \"prj_a\"\n").unwrap();
+        fs::write(
+            &config,
+            "schema = 1\n[personal]\nworkspace_id = \"wsp_a\"\nproject_id = \"prj_a\"\n",
+        )
+        .unwrap();
         fs::write(
             &extensions,
             "[store]\nurl = \"postgres://memoree@db/memoree\"\npassword_file = \"pw\"\n\
