@@ -62,7 +62,7 @@ const EXTENSION_KEYS: &[&str] = &["remember", "store", "remote", "tls"];
 
 /// The config text at `path` (`config.toml`) merged with `extensions.toml` beside it, or
 /// `None` when neither exists. `extensions.toml` holds only Memoree's own tables
-/// ([`EXTENSION_KEYS`]); a table set in both files is an error. Every reader of the config
+/// (`EXTENSION_KEYS`); a table set in both files is an error. Every reader of the config
 /// (`load_settings`, `daemon::remote`, `client::tls`) reads it through here, and relative
 /// paths in either file are anchored at their shared directory.
 pub fn read_config(path: &Path) -> Result<Option<String>, String> {
