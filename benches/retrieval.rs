@@ -349,6 +349,18 @@ struct Queries {
     typo: Vec<String>,
 }
 
+impl Queries {
+    /// Each rare-term query's counterpart in `class` (the same document's query of that
+    /// class), so an interleaved measurement can derive every class from the rare one.
+    fn by_rare<'a>(&'a self, class: &'a [String]) -> std::collections::HashMap<&'a str, &'a str> {
+        self.rare
+            .iter()
+            .zip(class)
+            .map(|(r, c)| (r.as_str(), c.as_str()))
+            .collect()
+    }
+}
+
 /// The words of one stored artifact body (by revision `seq`).
 fn body_words(store: &Store, seq: i64) -> Vec<String> {
     let conn =
@@ -457,18 +469,8 @@ fn bench_reads(c: &mut Criterion, size: usize) {
         floor.run(q);
     };
     // Each closure gets the rare-term query of the round and derives its own class.
-    let common_of: std::collections::HashMap<&str, &str> = queries
-        .rare
-        .iter()
-        .zip(&queries.common)
-        .map(|(r, c)| (r.as_str(), c.as_str()))
-        .collect();
-    let typo_of: std::collections::HashMap<&str, &str> = queries
-        .rare
-        .iter()
-        .zip(&queries.typo)
-        .map(|(r, t)| (r.as_str(), t.as_str()))
-        .collect();
+    let common_of = queries.by_rare(&queries.common);
+    let typo_of = queries.by_rare(&queries.typo);
     let mut common_run = |q: &str| recall_common(common_of[q]);
     let mut typo_run = |q: &str| recall_typo(typo_of[q]);
     let measured = latencies(
@@ -651,12 +653,7 @@ fn bench_semantic(store: &Store, queries: &Queries, size: usize, embedder: Arc<E
             assert!(response.ok, "{:?}", response.error);
         }
     };
-    let common_of: std::collections::HashMap<&str, &str> = queries
-        .rare
-        .iter()
-        .zip(&queries.common)
-        .map(|(r, c)| (r.as_str(), c.as_str()))
-        .collect();
+    let common_of = queries.by_rare(&queries.common);
     let (mut rare_lexical, mut rare_semantic) = (serve(&lexical), serve(&semantic));
     let (common_lexical, common_semantic) = (serve(&lexical), serve(&semantic));
     let mut common_lexical_run = |q: &str| common_lexical(common_of[q]);

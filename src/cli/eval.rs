@@ -188,14 +188,13 @@ fn corpus_table(report: &eval::Report) -> String {
             }
         ));
     }
+    let label = if report.baseline_is_gate {
+        "regression"
+    } else {
+        "regression (reported: the baseline is the lexical path's)"
+    };
     for regression in &report.regressions {
-        if report.baseline_is_gate {
-            out.push_str(&format!("regression: {regression}\n"));
-        } else {
-            out.push_str(&format!(
-                "regression (reported: the baseline is the lexical path's): {regression}\n"
-            ));
-        }
+        out.push_str(&format!("{label}: {regression}\n"));
     }
     out.push_str(if report.passed { "passed\n" } else { "FAILED\n" });
     out

@@ -38,6 +38,14 @@ pub fn limit(field: &str, value: i64, max: usize) -> Result<usize, ServiceError>
     Ok(value as usize)
 }
 
+/// A count in `0..=max`, where 0 turns the feature off.
+pub fn count(field: &str, value: i64, max: usize) -> Result<usize, ServiceError> {
+    usize::try_from(value)
+        .ok()
+        .filter(|v| *v <= max)
+        .ok_or_else(|| ServiceError::invalid(format!("{field} must be between 0 and {max}, got {value}")))
+}
+
 /// An exclusive cursor that must be positive.
 pub fn cursor(field: &str, value: Option<i64>) -> Result<Option<i64>, ServiceError> {
     match value {

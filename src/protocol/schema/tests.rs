@@ -38,15 +38,18 @@ fn files_on_disk() -> BTreeMap<String, Value> {
 /// The reference implementation's published bundle, when the shared spec is checked out
 /// beside the repository; otherwise the running test is reported skipped (a failure in CI).
 fn reference_bundle() -> Option<Value> {
-    let test = crate::testkit::parts::current_test();
-    let path = crate::testkit::parts::shared_file("spec/reference-schema-v1.json", &test)?;
-    Some(serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap())
+    shared_bundle("spec/reference-schema-v1.json")
 }
 
 /// The reference's bundle at v0.7.1 (its later, additive growth of the same protocol).
 fn reference_bundle_071() -> Option<Value> {
+    shared_bundle("spec/reference-schema-v1-at-0.7.1.json")
+}
+
+/// A schema bundle under `../shared`, or `None` after a visible skip.
+fn shared_bundle(relative: &str) -> Option<Value> {
     let test = crate::testkit::parts::current_test();
-    let path = crate::testkit::parts::shared_file("spec/reference-schema-v1-at-0.7.1.json", &test)?;
+    let path = crate::testkit::parts::shared_file(relative, &test)?;
     Some(serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap())
 }
 

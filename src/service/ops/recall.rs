@@ -57,8 +57,16 @@ pub(super) fn recall(service: &Service, call: &Call, input: RecallInput) -> Resu
         input.max_excerpt_bytes,
         limits::MAX_RECALL_EXCERPT_BYTES,
     )?;
-    let (max_candidate_claims, max_candidate_refs) =
-        recall_candidates::counts(input.max_candidate_claims, input.max_candidate_artifact_refs)?;
+    let max_candidate_claims = validate::count(
+        "max_candidate_claims",
+        input.max_candidate_claims,
+        limits::MAX_RECALL_CANDIDATES,
+    )?;
+    let max_candidate_refs = validate::count(
+        "max_candidate_artifact_refs",
+        input.max_candidate_artifact_refs,
+        limits::MAX_RECALL_CANDIDATES,
+    )?;
     base.candidates_asked = max_candidate_claims + max_candidate_refs > 0;
     let claim_search = base.with_limit(max_claims);
     let artifact_search = base.with_limit(max_refs);
@@ -137,7 +145,7 @@ pub(super) fn recall(service: &Service, call: &Call, input: RecallInput) -> Resu
             candidates_hint: recall_candidates::hint(
                 claim_candidates.unqualified,
                 artifact_candidates.unqualified,
-                max_candidate_claims + max_candidate_refs > 0,
+                base.candidates_asked,
             ),
             candidate_claims: claim_candidates.shown,
             candidate_artifact_refs: artifact_candidates.shown,

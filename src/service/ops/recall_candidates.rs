@@ -10,7 +10,6 @@ use super::search::{Ranked, Source, artifact_excerpt, claim_citation, labels};
 use crate::protocol::candidates::{
     CandidateRankingSignals, RecallCandidateArtifactReference, RecallCandidateClaim, UNQUALIFIED_CANDIDATE,
 };
-use crate::protocol::limits;
 use crate::retrieval::Plan;
 use crate::retrieval::rank;
 use crate::retrieval::risk_signals;
@@ -119,23 +118,4 @@ pub(super) fn hint(claims: u64, artifacts: u64, asked: bool) -> Option<String> {
              They are suggestions, not memory: check a candidate's cited source before relying on it."
         )
     })
-}
-
-/// The request's candidate counts, checked (`0..=16`, 0 showing none).
-pub(super) fn counts(claims: i64, refs: i64) -> Result<(usize, usize), crate::service::ServiceError> {
-    let check = |field: &str, value: i64| {
-        usize::try_from(value)
-            .ok()
-            .filter(|v| *v <= limits::MAX_RECALL_CANDIDATES)
-            .ok_or_else(|| {
-                crate::service::ServiceError::invalid(format!(
-                    "{field} must be between 0 and {}, got {value}",
-                    limits::MAX_RECALL_CANDIDATES
-                ))
-            })
-    };
-    Ok((
-        check("max_candidate_claims", claims)?,
-        check("max_candidate_artifact_refs", refs)?,
-    ))
 }
