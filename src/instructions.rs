@@ -14,7 +14,7 @@ use crate::protocol::admin::{InstructionConcept, InstructionDocument, Instructio
 use crate::protocol::{Operation, PROTOCOL_VERSION, limits};
 
 /// Version of the instruction set (bumped when the normative rules change).
-pub const INSTRUCTION_SET_VERSION: u32 = 9;
+pub const INSTRUCTION_SET_VERSION: u32 = 10;
 /// Upper bound on the rendered Markdown, so it fits comfortably in an agent's context.
 pub const MAX_MARKDOWN_BYTES: usize = 10_000;
 

@@ -10,12 +10,13 @@ use serde_json::{Value, json};
 use crate::mcp_support::{Mcp, call, connect, connect_with, failed, ok, put_args, summary};
 use crate::support::TempHome;
 
-const TOOL_NAMES: [&str; 18] = [
+const TOOL_NAMES: [&str; 19] = [
     "recall",
     "search",
     "context_build",
     "artifact_put",
     "artifact_get",
+    "citation_get",
     "artifact_revise",
     "artifact_history",
     "artifact_forget",
@@ -66,7 +67,7 @@ async fn checked(mcp: &Mcp, catalog: &BTreeMap<String, Tool>, tool: &str, argume
 }
 
 #[tokio::test]
-async fn the_server_lists_eighteen_tools_with_valid_schemas_and_honest_annotations() {
+async fn the_server_lists_nineteen_tools_with_valid_schemas_and_honest_annotations() {
     let home = TempHome::new();
     let mcp = connect(&home).await;
     let info = mcp.peer_info().unwrap();

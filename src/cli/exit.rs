@@ -16,9 +16,13 @@ pub fn exit_status(code: ErrorCode) -> u8 {
         ErrorCode::NoAmbientContext => 5,
         ErrorCode::IndexNotReady => 6,
         ErrorCode::ScopeViolation => 7,
-        ErrorCode::IntegrityError | ErrorCode::TransportError | ErrorCode::ReasonerError | ErrorCode::InternalError => {
-            1
-        }
+        // CITATION_ERROR is 1 as in the reference v0.7.1 CLI: not one of the v0.2.0 codes
+        // a script was written to tell apart.
+        ErrorCode::CitationError
+        | ErrorCode::IntegrityError
+        | ErrorCode::TransportError
+        | ErrorCode::ReasonerError
+        | ErrorCode::InternalError => 1,
     }
 }
 

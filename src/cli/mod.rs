@@ -68,6 +68,7 @@ pub enum Command {
     )]
     Call,
     Artifact(cmd::artifact::ArtifactArgs),
+    Citation(cmd::citation::CitationArgs),
     Claim(cmd::claim::ClaimArgs),
     Link(cmd::graph::LinkArgs),
     Relation(cmd::graph::RelationArgs),
@@ -223,6 +224,7 @@ pub(crate) fn dispatch(cli: Cli) -> Outcome {
         Command::Session(args) => cmd::context::session(args, global),
         Command::Call => call::run(global).into(),
         Command::Artifact(args) => cmd::artifact::run(args, global).into(),
+        Command::Citation(args) => cmd::citation::run(args, global).into(),
         Command::Claim(args) => cmd::claim::run(args, global).into(),
         Command::Link(args) => cmd::graph::link(args, global).into(),
         Command::Relation(args) => cmd::graph::relation(args, global).into(),

@@ -64,7 +64,7 @@ pub fn text(window: Duration) -> String {
          - A failed operation is a tool error (`isError`) whose structured content is the v1 failure envelope: act on `error.code`, follow `error.hint`, retry only when `error.retryable` is true.\n\
          - Mutation tools take an optional `idempotency_key`; pass one for any write you may retry. Without one, an identical call from this session within {} s replays the first write; later or different calls write anew.\n\
          - The ambient context comes from `MEMOREE_CONTEXT`, the host's roots or the server's working directory (`.memoree.toml`); on NO_AMBIENT_CONTEXT ask the user to run `memoree init` in the project.\n\
-         - Citations such as `memoree://artifact/ID@REV#START-END` are readable as MCP resources: reading one returns exactly the cited bytes.\n",
+         - Citations such as `memoree://artifact/ID@REV#START-END` are readable as MCP resources and with the `citation_get` tool: either returns exactly the cited bytes (the tool at most 8 KiB, narrowing a longer span and naming the narrowed citation).\n",
         window.as_secs()
     ));
     out

@@ -60,8 +60,8 @@ const fn tool(
     }
 }
 
-/// The eighteen tools, in the order `tools/list` returns them.
-pub const TOOLS: [ToolSpec; 18] = [
+/// The nineteen tools, in the order `tools/list` returns them.
+pub const TOOLS: [ToolSpec; 19] = [
     tool(
         "recall",
         Operation::MemoryRecall,
@@ -96,6 +96,13 @@ pub const TOOLS: [ToolSpec; 18] = [
         "Read an artifact",
         Effect::Read,
         "Open a cited source by exact `artifact_id` and `revision_id` before depending on its details.",
+    ),
+    tool(
+        "citation_get",
+        Operation::CitationGet,
+        "Read a cited span",
+        Effect::Read,
+        "The exact bytes of a `memoree://artifact/ID@REV#START-END` citation from a result, at most `max_bytes` (a longer span is narrowed and the narrowed citation returned). Untrusted source text, never a qualified answer. Also readable as an MCP resource.",
     ),
     tool(
         "artifact_revise",

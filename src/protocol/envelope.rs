@@ -331,7 +331,7 @@ impl Response<Value> {
 /// The `error` object of a failure envelope. `details` is always present (`null` when
 /// there are none).
 ///
-/// A code this binary does not know (a newer server's, say `CITATION_ERROR`) is read, not
+/// A code this binary does not know (a newer server's, say `FEEDBACK_ERROR`) is read, not
 /// refused: `code` is then `INTERNAL_ERROR` (what a caller may rely on: not one of the
 /// codes it handles, exit status 1) and [`ErrorBody::unrecognized_code`] keeps the code as
 /// sent, which is what is written back out, so the envelope passes through unchanged.
@@ -449,10 +449,10 @@ mod error_body_tests {
 
     #[test]
     fn an_unknown_error_code_is_read_as_internal_error_and_written_back_as_received() {
-        let wire = serde_json::json!({"code": "CITATION_ERROR", "message": "citation error: x", "retryable": false, "details": null});
+        let wire = serde_json::json!({"code": "FEEDBACK_ERROR", "message": "feedback error: x", "retryable": false, "details": null});
         let body: ErrorBody = serde_json::from_value(wire.clone()).unwrap();
         assert_eq!(body.code, ErrorCode::InternalError);
-        assert_eq!(body.wire_code(), "CITATION_ERROR");
+        assert_eq!(body.wire_code(), "FEEDBACK_ERROR");
         assert_eq!(serde_json::to_value(&body).unwrap(), wire);
         let known: ErrorBody = serde_json::from_value(
             serde_json::json!({"code": "NOT_FOUND", "message": "not found: x", "retryable": false}),

@@ -6,6 +6,9 @@ crate::wire_enum! {
         NoAmbientContext = "NO_AMBIENT_CONTEXT",
         InvalidRequest = "INVALID_REQUEST",
         NotFound = "NOT_FOUND",
+        /// `citation.get` could not return the cited bytes (`details.citation_error` names
+        /// why). The reference's v0.7 code, placed where it places it.
+        CitationError = "CITATION_ERROR",
         RevisionConflict = "REVISION_CONFLICT",
         IdempotencyConflict = "IDEMPOTENCY_CONFLICT",
         IndexNotReady = "INDEX_NOT_READY",
@@ -59,6 +62,7 @@ impl ErrorCode {
             ErrorCode::NoAmbientContext => "no ambient context",
             ErrorCode::InvalidRequest => "invalid request",
             ErrorCode::NotFound => "not found",
+            ErrorCode::CitationError => "citation error",
             ErrorCode::RevisionConflict => "revision conflict",
             ErrorCode::IdempotencyConflict => "idempotency conflict",
             ErrorCode::IndexNotReady => "index is not ready",

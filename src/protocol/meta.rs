@@ -83,6 +83,12 @@ pub struct CapabilitiesDocument {
     /// Extension (v0.7): `memory.recall`'s `max_candidate_artifact_refs` bound.
     #[serde(default)]
     pub max_recall_candidate_artifact_refs: usize,
+    /// Extension (v0.7): the longest citation `citation.get` accepts, in bytes.
+    #[serde(default)]
+    pub max_citation_bytes: usize,
+    /// Extension (v0.7): the most bytes one `citation.get` returns.
+    #[serde(default)]
+    pub max_citation_fetch_bytes: u64,
     pub max_history_items: usize,
     pub max_relation_list_items: usize,
     pub max_conflict_list_items: usize,

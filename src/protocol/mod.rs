@@ -11,6 +11,7 @@ pub mod admin;
 pub mod artifact;
 pub mod browse;
 pub mod candidates;
+pub mod citation;
 pub mod claim;
 pub mod document;
 mod envelope;

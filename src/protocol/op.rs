@@ -15,6 +15,9 @@ crate::wire_enum! {
         Schema = "schema",
         ArtifactPut = "artifact.put",
         ArtifactGet = "artifact.get",
+        /// Exact bytes of a cited range (the reference's v0.7 operation, an extension to
+        /// the 23 of v0.2.0; see `spec/v1/DIVERGENCES.md`).
+        CitationGet = "citation.get",
         ArtifactRevise = "artifact.revise",
         ArtifactHistory = "artifact.history",
         ArtifactForget = "artifact.forget",
@@ -66,6 +69,7 @@ impl Operation {
         !matches!(
             self,
             Operation::Reindex
+                | Operation::CitationGet
                 | Operation::ArtifactList
                 | Operation::ClaimList
                 | Operation::EventList
@@ -136,7 +140,7 @@ mod tests {
 
     #[test]
     fn wire_names_round_trip_through_serde() {
-        assert_eq!(Operation::ALL.len(), 30);
+        assert_eq!(Operation::ALL.len(), 31);
         for op in Operation::ALL {
             let json = serde_json::to_value(op).unwrap();
             assert_eq!(json, serde_json::Value::String(op.wire_name().to_owned()));

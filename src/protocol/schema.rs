@@ -86,6 +86,7 @@ fn sources(op: Operation) -> OperationSources {
         Operation::Schema => op_sources!("schema"),
         Operation::ArtifactPut => op_sources!("artifact.put"),
         Operation::ArtifactGet => op_sources!("artifact.get"),
+        Operation::CitationGet => op_sources!("citation.get"),
         Operation::ArtifactRevise => op_sources!("artifact.revise"),
         Operation::ArtifactHistory => op_sources!("artifact.history"),
         Operation::ArtifactForget => op_sources!("artifact.forget"),

@@ -2,6 +2,7 @@
 
 use serde_json::json;
 
+use crate::protocol::citation::CitationErrorKind;
 use crate::protocol::{ErrorBody, ErrorCode, PROTOCOL_VERSION};
 use crate::store::StoreError;
 use crate::store::portable::ArchiveError;
@@ -22,6 +23,14 @@ pub enum ServiceError {
     Config(String),
     #[error("{}: {}", ErrorCode::IntegrityError.prefix(), .0)]
     Integrity(String),
+    /// `citation.get` cannot return the cited bytes. `details` holds the kind's own fields
+    /// (ids, offsets, sizes); `citation_error` and `next_action` are added by `error_body`.
+    #[error("{} ({kind}): {text}", ErrorCode::CitationError.prefix())]
+    Citation {
+        kind: CitationErrorKind,
+        text: String,
+        details: serde_json::Map<String, serde_json::Value>,
+    },
     /// Outside the workspaces of the caller's credential (see `service::Grant`).
     #[error("{}: {}", ErrorCode::ScopeViolation.prefix(), .0)]
     OutsideGrant(String),
@@ -64,6 +73,12 @@ pub fn error_body(error: &ServiceError) -> ErrorBody {
         ServiceError::OutsideGrant(_) => ErrorBody::new(ErrorCode::ScopeViolation, message)
             .with_hint("Use a context in one of this credential's workspaces, or ask the daemon's operator to list the workspace for this client in [[remote.clients]].")
             .with_details(json!({"reason": OUTSIDE_GRANT_REASON})),
+        ServiceError::Citation { kind, details, .. } => {
+            let mut details = details.clone();
+            details.insert("citation_error".into(), json!(kind));
+            details.insert("next_action".into(), json!(kind.next_action()));
+            ErrorBody::new(ErrorCode::CitationError, message).with_details(details.into())
+        }
         ServiceError::Internal(_) => ErrorBody::new(ErrorCode::InternalError, message),
         ServiceError::Store(store) => store_error_body(store, message),
     }

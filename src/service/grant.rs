@@ -90,6 +90,7 @@ fn is_store_wide(op: Operation) -> bool {
         | Operation::Schema
         | Operation::ArtifactPut
         | Operation::ArtifactGet
+        | Operation::CitationGet
         | Operation::ArtifactRevise
         | Operation::ArtifactHistory
         | Operation::ArtifactForget

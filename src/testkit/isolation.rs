@@ -368,6 +368,22 @@ pub fn requests(op: Operation, p: &Planted) -> Vec<(Value, Expect)> {
             ));
             out
         }
+        Operation::CitationGet => {
+            let cite = |artifact: &str, revision: &str, range: &str| {
+                read(name, &own, json!({"citation": format!("memoree://artifact/{artifact}@{revision}{range}")}))
+            };
+            vec![
+                // The own artifact with a revision that does not exist: a citation error.
+                (cite(&p.own_artifact, "arev_missing", "#0-4"), Expect::Any),
+                // A foreign revision, ranged or not, existing, purged or made up: refused
+                // before anything of it (media type, size, purge state) is read.
+                (cite(&p.cited_artifact, &p.cited_revision, "#0-4"), Expect::Refused),
+                (cite(&p.cited_artifact, &p.cited_revision, ""), Expect::Refused),
+                (cite(&p.cited_artifact, &p.cited_revision, "#0-999999"), Expect::Refused),
+                (cite(&p.cited_artifact, "arev_missing", "#0-4"), Expect::Refused),
+                (cite(&p.purged_artifact, &p.purged_revision, "#0-4"), Expect::Refused),
+            ]
+        }
         Operation::ArtifactHistory => foreign_artifacts
             .iter()
             .map(|a| (read(name, &own, json!({"artifact_id": a})), Expect::Refused))

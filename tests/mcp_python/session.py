@@ -19,7 +19,7 @@ from mcp.client.client import Client
 BINARY, HOME, PROJECT = sys.argv[1:4]
 
 TOOLS = {
-    "recall", "search", "context_build", "artifact_put", "artifact_get", "artifact_revise",
+    "recall", "search", "context_build", "artifact_put", "artifact_get", "citation_get", "artifact_revise",
     "artifact_history", "artifact_forget", "claim_assert", "claim_get", "claim_revise",
     "claim_retract", "claim_history", "relation_put", "relation_list", "conflict_list",
     "capabilities", "doctor",
@@ -98,6 +98,9 @@ async def session(mode, tag):
 
         read = await client.read_resource(citation)
         check(read.contents[0].text == span, f"citation text: {read.contents[0]}")
+        fetched = await ok(client, schemas, "citation_get", {"citation": citation})
+        check(fetched["content"] == span and fetched["citation"] == citation, f"citation_get: {fetched}")
+        check(fetched["content_is_untrusted"] is True and fetched["truncated"] is False, f"citation_get: {fetched}")
 
         bundle = await ok(client, schemas, "context_build", {"query": f"backups {tag}", "max_bytes": 4096})
         check(f"Backups run nightly ({tag})." in bundle["rendered_markdown"], "bundle has the claim")

@@ -4,6 +4,7 @@
 pub(crate) mod admin;
 pub(crate) mod artifact;
 pub(crate) mod checkpoint;
+pub(crate) mod citation;
 pub(crate) mod claim;
 pub(crate) mod context;
 pub(crate) mod graph;

@@ -1,12 +1,12 @@
 //! `context.resolve` and `capabilities`.
 
 use crate::instructions::INSTRUCTION_SET_VERSION;
-use crate::protocol::limits;
 use crate::protocol::meta::{
     CapabilitiesDocument, CapabilitiesInput, ContextResolveInput, ContextResolveResult, DecayClassPolicy,
     OperationCapability, RecencyPolicy,
 };
 use crate::protocol::{ContextSource, Horizon, Operation, PROTOCOL_VERSION, ResolvedContext};
+use crate::protocol::{citation, limits};
 use crate::retrieval::rank::{self, DecayClass};
 use crate::service::{Call, Output, ServiceError};
 
@@ -63,6 +63,8 @@ pub(crate) fn document_for(kind: crate::store::StoreKind) -> CapabilitiesDocumen
         max_recall_excerpt_bytes: limits::MAX_RECALL_EXCERPT_BYTES,
         max_recall_candidate_claims: limits::MAX_RECALL_CANDIDATES,
         max_recall_candidate_artifact_refs: limits::MAX_RECALL_CANDIDATES,
+        max_citation_bytes: citation::MAX_CITATION_BYTES,
+        max_citation_fetch_bytes: citation::MAX_CITATION_FETCH_BYTES,
         max_recall_evidence_excerpts_per_claim: limits::MAX_RECALL_EVIDENCE_EXCERPTS_PER_CLAIM,
         max_history_items: limits::MAX_HISTORY_ITEMS,
         max_relation_list_items: limits::MAX_RELATION_LIST_ITEMS,
@@ -116,6 +118,7 @@ pub(crate) fn document_for(kind: crate::store::StoreKind) -> CapabilitiesDocumen
             "import",
             "portable_export_v1",
             "recall_candidates",
+            "citation.get",
         ]
         .map(Into::into)
         .to_vec(),

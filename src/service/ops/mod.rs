@@ -6,6 +6,7 @@ mod admin;
 mod artifact;
 mod browse;
 mod candidates;
+mod citation;
 mod claim;
 mod context_build;
 mod meta;
@@ -32,6 +33,7 @@ pub(crate) fn dispatch(service: &Service, call: &Call, input: Value) -> Result<O
         Operation::Capabilities => plain(call, input, |i| meta::capabilities(s, i)),
         Operation::ArtifactPut => plain(call, input, |i| artifact::put(s, call, i)),
         Operation::ArtifactGet => plain(call, input, |i| artifact::get(s, i)),
+        Operation::CitationGet => plain(call, input, |i| citation::get(s, i)),
         Operation::ArtifactRevise => plain(call, input, |i| artifact::revise(s, call, i)),
         Operation::ArtifactHistory => plain(call, input, |i| artifact::history(s, i)),
         Operation::ArtifactForget => plain(call, input, |i| artifact::forget(s, call, i)),

@@ -2,6 +2,7 @@
 //! response is checked against the hand-written result schemas.
 
 mod candidates;
+mod citation;
 mod context;
 mod qualification;
 mod recall;

@@ -25,6 +25,8 @@ pub(super) struct StringRule {
     pub blank_ok: bool,
     /// A prefix that keeps a long value well-formed (a media type needs a `/`).
     pub prefix: &'static str,
+    /// The code a blank or oversized value gets.
+    pub code: ErrorCode,
 }
 
 const fn rule(max_bytes: Option<usize>, blank_ok: bool) -> StringRule {
@@ -32,6 +34,7 @@ const fn rule(max_bytes: Option<usize>, blank_ok: bool) -> StringRule {
         max_bytes,
         blank_ok,
         prefix: "",
+        code: ErrorCode::InvalidRequest,
     }
 }
 
@@ -54,6 +57,11 @@ pub(super) fn string_rule(op: Operation, name: &str) -> StringRule {
         "query" => rule(Some(limits::MAX_QUERY_BYTES), false),
         "statement" => rule(Some(limits::MAX_CLAIM_STATEMENT_BYTES), false),
         "valid_from" | "valid_until" | "destination" | "source" => rule(None, false),
+        // citation.get refuses a bad citation as the reference does: CITATION_ERROR.
+        "citation" => StringRule {
+            code: ErrorCode::CitationError,
+            ..rule(Some(crate::protocol::citation::MAX_CITATION_BYTES), false)
+        },
         other => panic!("the sweep has no rule for string property {op}:{other}"),
     }
 }
@@ -305,7 +313,11 @@ impl Walk<'_> {
 
     fn string(&mut self, prop: &Prop<'_>, name: &str, parent: &str, pointer: &str) {
         let rule = string_rule(self.op, name);
-        let blank = if rule.blank_ok { Expect::NoInternal } else { INVALID };
+        let blank = if rule.blank_ok {
+            Expect::NoInternal
+        } else {
+            Expect::Fail(rule.code)
+        };
         for value in ["", " ", " \t\n\r ", "\u{3000}"] {
             self.set(format!("{pointer}: blank {value:?}"), parent, name, json!(value), blank);
         }
@@ -330,7 +342,7 @@ impl Walk<'_> {
                     Expect::AtLimit,
                 );
                 let over = sized(rule.prefix, max + 1, multibyte);
-                let expect = Expect::Oversize(ErrorCode::InvalidRequest);
+                let expect = Expect::Oversize(rule.code);
                 self.set(
                     format!("{pointer}: {kind} at {max}+1 bytes"),
                     parent,

@@ -187,6 +187,9 @@ impl Sweep {
             Operation::ArtifactGet => json!({
                 "artifact_id": s.artifact_id, "revision_id": s.artifact_revision, "include_content": true,
             }),
+            Operation::CitationGet => json!({
+                "citation": format!("memoree://artifact/{}@{}#0-5", s.artifact_id, s.artifact_revision), "max_bytes": 8192,
+            }),
             Operation::ArtifactRevise => json!({
                 "artifact_id": MISSING_ARTIFACT, "if_revision": "arev_sweep", "title": "Swept", "media_type": "text/plain",
                 "content": {"type": "text", "data": "hello again"}, "provenance": {}, "actor": "sweeper",
