@@ -76,6 +76,10 @@ struct Args {
     /// `schema` result, e.g. `reference-schema-v1.json`).
     #[arg(long, value_name = "PATH")]
     reference_schema: Option<PathBuf>,
+    /// Validates the exchanges of operations the first bundle does not know (`citation.get`)
+    /// against this later bundle instead (e.g. `reference-schema-v1-at-0.7.1.json`).
+    #[arg(long, value_name = "PATH")]
+    later_reference_schema: Option<PathBuf>,
 }
 
 #[allow(clippy::print_stdout, clippy::print_stderr)]
@@ -116,8 +120,15 @@ fn run(args: Args) -> Result<ExitCode, String> {
         }
         None => None,
     };
+    let later = match &args.later_reference_schema {
+        Some(path) => {
+            Some(schema::load_later(path)?.ok_or_else(|| format!("--later-reference-schema {}: not found", path.display()))?)
+        }
+        None => None,
+    };
     let checks = Arc::new(Checks {
         reference,
+        later,
         ours: OurSchemas::MemoreeLevelOnly,
         wording: level != LevelFilter::V1,
     });

@@ -180,8 +180,14 @@ fn main() -> ExitCode {
             &format!("{} is absent", reference_path.display()),
         );
     }
+    // The later bundle is optional in the same way (it lives beside the first one).
+    let later = match schema::load_later(&root.join("../shared/spec/reference-schema-v1-at-0.7.1.json")) {
+        Ok(later) => later,
+        Err(message) => return fail(message),
+    };
     let checks = Checks {
         reference,
+        later,
         ours: OurSchemas::Always,
         wording: true,
     };

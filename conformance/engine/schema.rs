@@ -26,6 +26,10 @@ pub enum OurSchemas {
 /// The schema checks applied to every exchange of a trial.
 pub struct Checks {
     pub reference: Option<Schemas>,
+    /// The reference's later bundle (`reference-schema-v1-at-0.7.1.json`): it checks the
+    /// exchanges of operations the v0.2.0 bundle does not know (`citation.get`), whose
+    /// responses may carry a later error code (`CITATION_ERROR`).
+    pub later: Option<Schemas>,
     pub ours: OurSchemas,
     /// Whether a v1 case's expectations of `error.message` and `error.hint` are checked.
     /// Protocol v1 makes the code the contract and the message "for explanation", so the
@@ -44,11 +48,17 @@ impl Checks {
         response: &Value,
         request_meant_valid: bool,
     ) -> Result<(), String> {
-        if let Some(reference) = &self.reference {
-            // A memoree-level trial may send what only Memoree (or the reference's later
-            // versions) accepts; its response must still satisfy the reference.
-            let check_input = request_meant_valid && level != Level::Memoree;
-            reference.check(request, response, check_input)?;
+        // A memoree-level trial may send what only Memoree (or the reference's later
+        // versions) accepts; its response must still satisfy the reference.
+        let check_input = request_meant_valid && level != Level::Memoree;
+        let op = request.op();
+        let later = self.later.as_ref().filter(|later| {
+            op.is_some_and(|op| later.knows(op) && !self.reference.as_ref().is_some_and(|r| r.knows(op)))
+        });
+        match (later, &self.reference) {
+            (Some(later), _) => later.check(request, response, request_meant_valid)?,
+            (None, Some(reference)) => reference.check(request, response, check_input)?,
+            (None, None) => {}
         }
         if self.ours == OurSchemas::Always || level == Level::Memoree {
             validate_against_our_schemas(request, response)?;
@@ -69,18 +79,37 @@ fn compile(schema: &Value, what: &str) -> Result<Validator, String> {
     jsonschema::validator_for(schema).map_err(|e| format!("reference schema {what} does not compile: {e}"))
 }
 
-fn compile_map(bundle: &Value, key: &str) -> Result<HashMap<String, Validator>, String> {
+fn compile_map(bundle: &Value, key: &str, strict: bool) -> Result<HashMap<String, Validator>, String> {
     let map = bundle
         .get(key)
         .and_then(Value::as_object)
         .ok_or_else(|| format!("reference schema bundle has no `{key}` object"))?;
-    map.iter()
-        .map(|(op, schema)| Ok((op.clone(), compile(schema, &format!("{key}.{op}"))?)))
-        .collect()
+    let mut out = HashMap::new();
+    for (op, schema) in map {
+        match compile(schema, &format!("{key}.{op}")) {
+            Ok(validator) => {
+                out.insert(op.clone(), validator);
+            }
+            Err(message) if strict => return Err(message),
+            Err(_) => {}
+        }
+    }
+    Ok(out)
 }
 
 /// Loads the bundle at `path`; `Ok(None)` when it is absent.
 pub fn load(path: &Path) -> Result<Option<Schemas>, String> {
+    load_with(path, true)
+}
+
+/// [`load`] for the reference's later bundle, some of whose schemas do not compile (v0.7.1's
+/// `feedback.record` result lists `commit_seq` twice under `required`): an operation whose
+/// input or result schema does not compile is left out, so it is not checked by that bundle.
+pub fn load_later(path: &Path) -> Result<Option<Schemas>, String> {
+    load_with(path, false)
+}
+
+fn load_with(path: &Path, strict: bool) -> Result<Option<Schemas>, String> {
     if !path.exists() {
         return Ok(None);
     }
@@ -94,8 +123,8 @@ pub fn load(path: &Path) -> Result<Option<Schemas>, String> {
     Ok(Some(Schemas {
         request: compile(part("request")?, "request")?,
         response: compile(part("response")?, "response")?,
-        inputs: compile_map(&bundle, "operation_inputs")?,
-        results: compile_map(&bundle, "result_types")?,
+        inputs: compile_map(&bundle, "operation_inputs", strict)?,
+        results: compile_map(&bundle, "result_types", strict)?,
     }))
 }
 
@@ -123,6 +152,11 @@ fn validate(validator: &Validator, instance: &Value, what: &str) -> Result<(), S
 }
 
 impl Schemas {
+    /// Whether the bundle describes the operation `op` (its input and result schemas).
+    pub fn knows(&self, op: &str) -> bool {
+        self.inputs.contains_key(op) && self.results.contains_key(op)
+    }
+
     /// Checks one exchange. Requests (and their inputs) are checked only when `check_input`
     /// (a v1 trial's request meant to be valid) and they name an operation the reference
     /// knows; every response envelope is checked, and a successful result against its

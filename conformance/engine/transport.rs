@@ -274,7 +274,8 @@ fn exit_status(code: &str) -> Option<i32> {
         "NO_AMBIENT_CONTEXT" => 5,
         "INDEX_NOT_READY" => 6,
         "SCOPE_VIOLATION" => 7,
-        "INTEGRITY_ERROR" | "TRANSPORT_ERROR" | "REASONER_ERROR" | "INTERNAL_ERROR" => 1,
+        // The reference's v0.7.1 CLI exits 1 on its later code (reference-facts-v0.7.md §1.2).
+        "INTEGRITY_ERROR" | "TRANSPORT_ERROR" | "REASONER_ERROR" | "INTERNAL_ERROR" | "CITATION_ERROR" => 1,
         _ => return None,
     })
 }
