@@ -26,11 +26,15 @@
 //! the second, `artifact_fts` is replaced by a view whose `INSTEAD OF INSERT` trigger does
 //! nothing, so everything but the FTS insert is identical.
 //!
+//! `citation.get` is timed on each corpus too (`retrieval/citation.rs`, issue 29).
+//!
 //! With `../shared/models/potion-base-8M` beside the project it also times the model load,
 //! the resident memory the model adds and `memory.recall` with semantics (issue 27).
 
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
+#[path = "retrieval/citation.rs"]
+mod citation;
 #[path = "support/rng.rs"]
 mod rng;
 #[path = "support/targets.rs"]
@@ -455,6 +459,7 @@ fn bench_reads(c: &mut Criterion, size: usize) {
 
     bench_restricted(&service, &queries.rare, "rare-term", size);
     bench_restricted(&service, &queries.common, "common-word", size);
+    citation::bench_citation(&service, &queries.rare, size);
 
     let serve = |op: &'static str| {
         let service = service.clone();

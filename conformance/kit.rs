@@ -121,9 +121,10 @@ fn run(args: Args) -> Result<ExitCode, String> {
         None => None,
     };
     let later = match &args.later_reference_schema {
-        Some(path) => {
-            Some(schema::load_later(path)?.ok_or_else(|| format!("--later-reference-schema {}: not found", path.display()))?)
-        }
+        Some(path) => Some(
+            schema::load_later(path)?
+                .ok_or_else(|| format!("--later-reference-schema {}: not found", path.display()))?,
+        ),
         None => None,
     };
     let checks = Arc::new(Checks {

@@ -151,6 +151,13 @@ fn every_wrapper_builds_a_request_its_schemas_accept() {
         ],
         &["artifact", "get", "art_1", "--revision", "arev_1", "--metadata-only"],
         &[
+            "citation",
+            "get",
+            "memoree://artifact/art_1@arev_1#0-8",
+            "--max-bytes",
+            "512",
+        ],
+        &[
             "artifact",
             "revise",
             "art_1",
