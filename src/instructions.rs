@@ -420,7 +420,7 @@ mod tests {
     #[test]
     fn the_json_document_carries_the_same_definition() {
         let doc = serde_json::to_value(document()).unwrap();
-        assert_eq!(doc["instruction_set_version"], 9);
+        assert_eq!(doc["instruction_set_version"], 10);
         assert_eq!(doc["invocation"]["command"], "memoree call");
         assert_eq!(doc["rules"].as_array().unwrap().len(), 27);
         assert_eq!(doc["rules"][24]["level"], "should");
