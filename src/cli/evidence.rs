@@ -6,6 +6,7 @@
 //! `START < END`. Without a span the whole revision is the evidence. Ids are not otherwise
 //! checked here; the service validates them.
 
+use crate::protocol::citation::parse_offset;
 use crate::protocol::claim::EvidenceLocator;
 
 /// Why a locator did not parse. The `Display` text is the complete explanation.
@@ -54,14 +55,6 @@ pub fn parse_locator(input: &str) -> Result<EvidenceLocator, EvidenceSyntaxError
         start_byte,
         end_byte,
     })
-}
-
-/// Decimal digits only (no sign, no whitespace), within `u64`.
-fn parse_offset(text: &str) -> Option<u64> {
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    text.parse().ok()
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::daemon::Daemon;
 use crate::protocol::artifact::ArtifactGetInput;
+use crate::protocol::citation::parse_offset;
 use crate::protocol::claim::ClaimGetInput;
 use crate::protocol::{ErrorBody, ErrorCode, Request, RequestId, Response};
 
@@ -134,11 +135,7 @@ impl Citation {
 
 fn parse_span(fragment: &str) -> Option<(u64, u64)> {
     let (start, end) = fragment.split_once('-')?;
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    if !digits(start) || !digits(end) {
-        return None;
-    }
-    let (start, end) = (start.parse().ok()?, end.parse().ok()?);
+    let (start, end) = (parse_offset(start)?, parse_offset(end)?);
     (start < end).then_some((start, end))
 }
 

@@ -167,7 +167,7 @@ impl ArtifactCitation {
             Some(fragment) => {
                 let offsets = fragment
                     .split_once('-')
-                    .and_then(|(start, end)| Some((offset(start)?, offset(end)?)));
+                    .and_then(|(start, end)| Some((parse_offset(start)?, parse_offset(end)?)));
                 let (start, end) = offsets.ok_or(Malformed("the fragment must be START-END, two unsigned integers"))?;
                 if start >= end {
                     return Err(CitationSyntaxError::EmptyRange { start, end });
@@ -193,8 +193,9 @@ impl ArtifactCitation {
     }
 }
 
-/// Decimal digits only (no sign, no whitespace), within `u64`.
-fn offset(text: &str) -> Option<u64> {
+/// A byte offset of a locator or citation: decimal digits only (no sign, no whitespace),
+/// within `u64`. The CLI's evidence syntax and the MCP citation resources parse theirs here too.
+pub fn parse_offset(text: &str) -> Option<u64> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
