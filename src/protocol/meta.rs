@@ -89,6 +89,21 @@ pub struct CapabilitiesDocument {
     /// Extension (v0.7): the most bytes one `citation.get` returns.
     #[serde(default)]
     pub max_citation_fetch_bytes: u64,
+    /// Extension (v0.7): the most leads one `memory.probe` returns.
+    #[serde(default)]
+    pub max_probe_items: usize,
+    /// Extension (v0.7): a probe lead's title is cut to this many bytes.
+    #[serde(default)]
+    pub max_probe_title_bytes: usize,
+    /// Extension (v0.7): the most recovery leads one `memory.retrieve` follows.
+    #[serde(default)]
+    pub max_retrieve_leads: usize,
+    /// Extension (v0.7): the most recovery spans one `memory.retrieve` returns.
+    #[serde(default)]
+    pub max_retrieve_references: usize,
+    /// Extension (v0.7): the most recovery content bytes one `memory.retrieve` returns.
+    #[serde(default)]
+    pub max_retrieve_evidence_bytes: usize,
     pub max_history_items: usize,
     pub max_relation_list_items: usize,
     pub max_conflict_list_items: usize,

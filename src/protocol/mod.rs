@@ -8,6 +8,7 @@
 //! derives serde for the wire.
 
 pub mod admin;
+pub mod agent;
 pub mod artifact;
 pub mod browse;
 pub mod candidates;

@@ -31,6 +31,12 @@ crate::wire_enum! {
         ConflictList = "conflict.list",
         Search = "search",
         MemoryRecall = "memory.recall",
+        /// One bounded candidate-routing step after a weak recall (the reference's v0.7
+        /// operation, an extension; see `spec/v1/DIVERGENCES.md`).
+        MemoryProbe = "memory.probe",
+        /// Recall, plus one bounded packet of exact unqualified evidence when no claim
+        /// qualified (the reference's v0.7 agent path, an extension).
+        MemoryRetrieve = "memory.retrieve",
         ContextBuild = "context.build",
         Doctor = "doctor",
         Verify = "verify",
@@ -70,6 +76,8 @@ impl Operation {
             self,
             Operation::Reindex
                 | Operation::CitationGet
+                | Operation::MemoryProbe
+                | Operation::MemoryRetrieve
                 | Operation::ArtifactList
                 | Operation::ClaimList
                 | Operation::EventList
@@ -111,6 +119,8 @@ impl Operation {
                     | Operation::ConflictList
                     | Operation::Search
                     | Operation::MemoryRecall
+                    | Operation::MemoryProbe
+                    | Operation::MemoryRetrieve
                     | Operation::ContextBuild
                     | Operation::ArtifactList
                     | Operation::ClaimList
@@ -126,6 +136,8 @@ impl Operation {
                 | Operation::ConflictList
                 | Operation::Search
                 | Operation::MemoryRecall
+                | Operation::MemoryProbe
+                | Operation::MemoryRetrieve
                 | Operation::ContextBuild
                 | Operation::ArtifactList
                 | Operation::ClaimList
@@ -140,7 +152,7 @@ mod tests {
 
     #[test]
     fn wire_names_round_trip_through_serde() {
-        assert_eq!(Operation::ALL.len(), 31);
+        assert_eq!(Operation::ALL.len(), 33);
         for op in Operation::ALL {
             let json = serde_json::to_value(op).unwrap();
             assert_eq!(json, serde_json::Value::String(op.wire_name().to_owned()));

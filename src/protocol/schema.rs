@@ -100,6 +100,8 @@ fn sources(op: Operation) -> OperationSources {
         Operation::ConflictList => op_sources!("conflict.list"),
         Operation::Search => op_sources!("search"),
         Operation::MemoryRecall => op_sources!("memory.recall"),
+        Operation::MemoryProbe => op_sources!("memory.probe"),
+        Operation::MemoryRetrieve => op_sources!("memory.retrieve"),
         Operation::ContextBuild => op_sources!("context.build"),
         Operation::Doctor => op_sources!("doctor"),
         Operation::Verify => op_sources!("verify"),

@@ -9,6 +9,7 @@ pub mod diversity;
 pub mod lexicon;
 pub mod passage;
 pub mod plan;
+pub mod profile;
 pub mod qualify;
 pub mod query;
 pub mod rank;

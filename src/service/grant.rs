@@ -104,6 +104,8 @@ fn is_store_wide(op: Operation) -> bool {
         | Operation::ConflictList
         | Operation::Search
         | Operation::MemoryRecall
+        | Operation::MemoryProbe
+        | Operation::MemoryRetrieve
         | Operation::ContextBuild
         | Operation::ArtifactList
         | Operation::ClaimList

@@ -508,6 +508,8 @@ pub fn requests(op: Operation, p: &Planted) -> Vec<(Value, Expect)> {
         )],
         Operation::Search => retrieval(json!({"include_historical": true})),
         Operation::MemoryRecall => retrieval(json!({"max_excerpt_bytes": 256})),
+        Operation::MemoryProbe => retrieval(json!({"max_leads": 8})),
+        Operation::MemoryRetrieve => retrieval(json!({"max_claims": 1, "profile": true})),
         Operation::ContextBuild => retrieval(json!({})),
         Operation::ArtifactList => vec![(
             read(name, &own, json!({"horizon": "workspace", "reason": "sweep"})),

@@ -33,6 +33,11 @@ fn refuse(kind: CitationErrorKind, text: impl Into<String>, details: Value) -> S
 }
 
 pub(super) fn get(service: &Service, input: CitationGetInput) -> Result<Output, ServiceError> {
+    Output::read(fetch(service, input)?)
+}
+
+/// The checks and the read behind [`get`], for `memory.retrieve`'s recovery too.
+pub(super) fn fetch(service: &Service, input: CitationGetInput) -> Result<CitationGetResult, ServiceError> {
     if !(MIN_CITATION_FETCH_BYTES..=MAX_CITATION_FETCH_BYTES).contains(&input.max_bytes) {
         return Err(refuse(
             CitationErrorKind::InvalidOutputLimit,
@@ -92,7 +97,7 @@ pub(super) fn get(service: &Service, input: CitationGetInput) -> Result<Output, 
         ));
     }
     let truncated = cut < end_at;
-    Output::read(CitationGetResult {
+    Ok(CitationGetResult {
         content_is_untrusted: true,
         citation: if truncated {
             citation.with_range(start, cut as u64)

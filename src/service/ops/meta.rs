@@ -6,7 +6,7 @@ use crate::protocol::meta::{
     OperationCapability, RecencyPolicy,
 };
 use crate::protocol::{ContextSource, Horizon, Operation, PROTOCOL_VERSION, ResolvedContext};
-use crate::protocol::{citation, limits};
+use crate::protocol::{agent, citation, limits};
 use crate::retrieval::rank::{self, DecayClass};
 use crate::service::{Call, Output, ServiceError};
 
@@ -65,6 +65,11 @@ pub(crate) fn document_for(kind: crate::store::StoreKind) -> CapabilitiesDocumen
         max_recall_candidate_artifact_refs: limits::MAX_RECALL_CANDIDATES,
         max_citation_bytes: citation::MAX_CITATION_BYTES,
         max_citation_fetch_bytes: citation::MAX_CITATION_FETCH_BYTES,
+        max_probe_items: agent::MAX_PROBE_LEADS as usize,
+        max_probe_title_bytes: agent::MAX_PROBE_TITLE_BYTES,
+        max_retrieve_leads: agent::MAX_RETRIEVE_LEADS as usize,
+        max_retrieve_references: agent::MAX_RETRIEVE_REFERENCES,
+        max_retrieve_evidence_bytes: agent::MAX_RETRIEVE_EVIDENCE_BYTES as usize,
         max_recall_evidence_excerpts_per_claim: limits::MAX_RECALL_EVIDENCE_EXCERPTS_PER_CLAIM,
         max_history_items: limits::MAX_HISTORY_ITEMS,
         max_relation_list_items: limits::MAX_RELATION_LIST_ITEMS,
@@ -119,6 +124,8 @@ pub(crate) fn document_for(kind: crate::store::StoreKind) -> CapabilitiesDocumen
             "portable_export_v1",
             "recall_candidates",
             "citation.get",
+            "memory.probe",
+            "memory.retrieve",
         ]
         .map(Into::into)
         .to_vec(),

@@ -12,10 +12,12 @@ mod context_build;
 mod meta;
 mod mutation;
 pub(crate) mod portable;
+mod probe;
 mod purge;
 mod recall;
 mod recall_candidates;
 mod relation;
+mod retrieve;
 mod revisioned;
 mod search;
 pub(super) mod semantic;
@@ -53,6 +55,8 @@ pub(crate) fn dispatch(service: &Service, call: &Call, input: Value) -> Result<O
         Operation::Reindex => plain(call, input, |i| admin::reindex(s, i)),
         Operation::Search => with_horizon(s, call, input, |i| search::search(s, call, i)),
         Operation::MemoryRecall => with_horizon(s, call, input, |i| recall::recall(s, call, i)),
+        Operation::MemoryProbe => with_horizon(s, call, input, |i| probe::probe(s, call, i)),
+        Operation::MemoryRetrieve => with_horizon(s, call, input, |i| retrieve::retrieve(s, call, i)),
         Operation::ContextBuild => with_horizon(s, call, input, |i| context_build::build(s, call, i)),
         Operation::ArtifactList => with_horizon(s, call, input, |i| browse::artifact_list(s, call, i)),
         Operation::ClaimList => with_horizon(s, call, input, |i| browse::claim_list(s, call, i)),

@@ -24,7 +24,7 @@ use crate::protocol::retrieval::{
 use crate::retrieval::diversity;
 use crate::retrieval::snippet::{Excerpt, SNIPPET_TOKENS, fitted_excerpt, truncate_to_char_boundary};
 use crate::retrieval::text::words;
-use crate::retrieval::{Plan, lossy_span, risk_signals};
+use crate::retrieval::{Plan, lossy_span, profile, risk_signals};
 use crate::service::convert::evidence_locator;
 use crate::service::grant::{Grant, Reach};
 use crate::service::validate;
@@ -36,6 +36,24 @@ use crate::store::search as store_search;
 use crate::store::{StoreError, StoreResult};
 
 pub(super) fn recall(service: &Service, call: &Call, input: RecallInput) -> Result<Output, ServiceError> {
+    let run = recall_run(service, call, &input)?;
+    let mut output = Output::read(run.result)?;
+    output.warnings.extend(run.warnings);
+    Ok(output)
+}
+
+/// One recall, before its wire envelope: what `memory.retrieve` builds on.
+pub(super) struct RecallRun {
+    pub result: RecallResult,
+    pub warnings: Vec<Warning>,
+    /// The commit the recall's snapshot saw.
+    pub commit_seq: i64,
+    /// The fewest matched units that qualify a hit ([`profile::required_matches`]).
+    pub required_matches: u64,
+}
+
+/// Runs a recall in one snapshot.
+pub(super) fn recall_run(service: &Service, call: &Call, input: &RecallInput) -> Result<RecallRun, ServiceError> {
     let search = SearchInput {
         query: input.query.clone(),
         horizon: input.horizon,
@@ -118,6 +136,8 @@ pub(super) fn recall(service: &Service, call: &Call, input: RecallInput) -> Resu
         };
         let query_analysis = candidates::query_analysis(&plan, claims.is_empty() && artifact_refs.is_empty(), near_misses.len());
         let warnings = std::mem::take(&mut previews.warnings);
+        let commit_seq = crate::store::last_commit_seq(conn)?;
+        let required_matches = profile::required_matches(&plan);
         let result = RecallResult {
             content_is_untrusted: true,
             query: input.query.clone(),
@@ -156,12 +176,14 @@ pub(super) fn recall(service: &Service, call: &Call, input: RecallInput) -> Resu
             best_unqualified_claim_coverage: claim_candidates.best_coverage,
             best_unqualified_artifact_coverage: artifact_candidates.best_coverage,
         };
-        Ok((result, warnings))
+        Ok(RecallRun {
+            result,
+            warnings,
+            commit_seq,
+            required_matches,
+        })
     })?;
-    let (found, warnings) = found;
-    let mut output = Output::read(found)?;
-    output.warnings.extend(warnings);
-    Ok(output)
+    Ok(found)
 }
 
 /// Near misses recall reports when nothing qualified (`presence: "none"`).

@@ -1,6 +1,7 @@
 //! Service-level tests for `search`, `memory.recall` and `context.build` (issues 6 and 13). Every
 //! response is checked against the hand-written result schemas.
 
+mod agent;
 mod candidates;
 mod citation;
 mod context;

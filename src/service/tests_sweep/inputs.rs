@@ -54,7 +54,7 @@ pub(super) fn string_rule(op: Operation, name: &str) -> StringRule {
         "reason" => rule(Some(limits::MAX_REASON_BYTES), op.supports_explicit_horizon()),
         "artifact_id" | "revision_id" | "claim_id" | "if_revision" | "source_id" | "target_id" | "entity_id"
         | "cites_artifact_id" | "cites_revision_id" => rule(Some(limits::MAX_ID_BYTES), false),
-        "query" => rule(Some(limits::MAX_QUERY_BYTES), false),
+        "query" | "original_query" | "reformulation" => rule(Some(limits::MAX_QUERY_BYTES), false),
         "statement" => rule(Some(limits::MAX_CLAIM_STATEMENT_BYTES), false),
         "valid_from" | "valid_until" | "destination" | "source" => rule(None, false),
         // citation.get refuses a bad citation as the reference does: CITATION_ERROR.

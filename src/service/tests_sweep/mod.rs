@@ -228,6 +228,15 @@ impl Sweep {
                 "query": "sweep hostile", "horizon": "ambient", "reason": "sweep", "max_claims": 3, "max_artifact_refs": 3,
                 "max_excerpt_bytes": 100, "min_commit_seq": 0, "recency": {"enabled": true},
             }),
+            Operation::MemoryProbe => json!({
+                "query": "sweep hostile", "original_query": "sweep hostile?", "horizon": "ambient", "reason": "sweep",
+                "max_leads": 8, "min_commit_seq": 0, "recency": {"enabled": true},
+            }),
+            Operation::MemoryRetrieve => json!({
+                "query": "sweep hostile", "reformulation": "hostile sweep words", "horizon": "ambient", "reason": "sweep",
+                "max_claims": 3, "max_artifact_refs": 3, "max_excerpt_bytes": 100, "max_recovery_leads": 8,
+                "max_recovery_bytes": 4096, "min_commit_seq": 0, "recency": {"enabled": true}, "profile": true,
+            }),
             Operation::ContextBuild => json!({
                 "query": "sweep hostile", "horizon": "ambient", "reason": "sweep", "limit": 5, "include_historical": false,
                 "min_commit_seq": 0, "recency": {"enabled": true}, "max_bytes": 4096,

@@ -1,0 +1,334 @@
+//! `memory.probe`: one bounded candidate-routing step after a weak recall. The unqualified
+//! candidates of a claim search and an artifact search become *leads*: a source revision,
+//! its untrusted title and exact locators into it, never content. Nothing here qualifies:
+//! the qualified hits are recall's, and a probe shows only what did not qualify.
+//!
+//! Leads follow the reference's order (facts v0.7 §3): the two near-miss partitions are
+//! interleaved claim first; claims are grouped by their first evidence revision and
+//! artifacts by revision, the first candidate of a group winning; an artifact lead whose
+//! passage overlaps a claim lead's evidence in the same revision is dropped; then up to
+//! `max_leads - 2` claim leads, up to two artifact leads, and the rest of each side.
+//!
+//! Every locator and title is read through the grant: evidence in a workspace outside it
+//! contributes nothing, not even its title.
+
+use std::collections::HashSet;
+
+use super::candidates::Examined;
+use super::search::{Kinds, SearchRequest, Source, artifact_excerpt, evidence_citation};
+use crate::protocol::agent::{
+    LocatorOrigin, MAX_LEAD_SOURCE_BYTES, MAX_LEAD_SOURCES, MAX_PROBE_LEADS, MAX_PROBE_TITLE_BYTES, ProbeInput,
+    ProbeLead, ProbeResult, ProbeSource,
+};
+use crate::protocol::candidates::UNQUALIFIED_CANDIDATE;
+use crate::protocol::retrieval::SearchInput;
+use crate::protocol::{AmbientContext, limits};
+use crate::retrieval::Plan;
+use crate::retrieval::snippet::truncate_to_char_boundary;
+use crate::service::convert::evidence_locator;
+use crate::service::grant::Reach;
+use crate::service::{Call, Output, Service, ServiceError};
+use crate::store::claim::{self as store_claim, EvidenceRef};
+use crate::store::search as store_search;
+use crate::store::{Db, StoreResult};
+
+/// Candidates each search keeps per partition; one more tells that it overflowed.
+const PARTITION: usize = 16;
+/// Qualified hits each search looks for before its near misses (they are not leads).
+const SEARCH_LIMIT: usize = 8;
+/// Artifact leads emitted before the remaining claim leads.
+const RAW_SHARE: usize = 2;
+
+pub(super) fn probe(service: &Service, call: &Call, input: ProbeInput) -> Result<Output, ServiceError> {
+    let max_leads = lead_count("max_leads", input.max_leads)?;
+    if let Some(original) = &input.original_query {
+        routed_text("original_query", original)?;
+    }
+    let search = probe_search(&input.query, &input, call.context()?)?;
+    let leads = service.store().read_db(|conn| {
+        store_search::ensure_index_ready(conn, search.min_commit_seq)?;
+        let plan = search.plan(service, conn)?;
+        leads(service, conn, &search, &plan, max_leads)
+    })?;
+    let original_query = input.original_query.clone().unwrap_or_else(|| input.query.clone());
+    Output::read(ProbeResult {
+        content_is_untrusted: true,
+        retrieval_tier: UNQUALIFIED_CANDIDATE.to_owned(),
+        reformulation_applied: original_query != input.query,
+        original_query,
+        probe_query: input.query,
+        leads: leads.leads,
+        available_count: leads.available,
+        truncated: leads.truncated,
+    })
+}
+
+/// `max_leads` / `max_recovery_leads`: 1..=8.
+pub(super) fn lead_count(field: &str, value: i64) -> Result<usize, ServiceError> {
+    if !(1..=MAX_PROBE_LEADS).contains(&value) {
+        return Err(ServiceError::invalid(format!(
+            "{field} must be between 1 and {MAX_PROBE_LEADS}, got {value}"
+        )));
+    }
+    Ok(value as usize)
+}
+
+/// A caller's second text (`original_query`, `reformulation`): non-blank, at most 8 KiB.
+pub(super) fn routed_text(field: &str, text: &str) -> Result<(), ServiceError> {
+    if text.trim().is_empty() {
+        return Err(ServiceError::invalid(format!("{field} must not be blank")));
+    }
+    if text.len() > limits::MAX_QUERY_BYTES {
+        return Err(ServiceError::invalid(format!(
+            "{field} must not exceed {} bytes",
+            limits::MAX_QUERY_BYTES
+        )));
+    }
+    Ok(())
+}
+
+/// The search a probe routes `query` through, at `input`'s horizon and snapshot.
+pub(super) fn probe_search(
+    query: &str,
+    input: &ProbeInput,
+    context: &AmbientContext,
+) -> Result<SearchRequest, ServiceError> {
+    let search = SearchInput {
+        query: query.to_owned(),
+        horizon: input.horizon,
+        reason: input.reason.clone(),
+        limit: SEARCH_LIMIT as i64,
+        include_historical: false,
+        min_commit_seq: input.min_commit_seq,
+        recency: input.recency,
+    };
+    let mut request = SearchRequest::new(&search, context)?;
+    // The near misses are the whole answer: top them up even when something qualified.
+    request.candidates_asked = true;
+    Ok(request)
+}
+
+/// A probe's leads, before and after the cut.
+pub(super) struct Leads {
+    pub leads: Vec<ProbeLead>,
+    pub available: u64,
+    pub truncated: bool,
+}
+
+/// One group of candidates: the first candidate's lead, and where it ranked.
+struct Group {
+    rank: usize,
+    is_claim: bool,
+    id: String,
+    /// The revision the group stands for: a claim's first evidence revision, an
+    /// artifact's revision (the claim id for a claim without evidence).
+    key: String,
+    lead: ProbeLead,
+    /// `(artifact, revision, start, end)` of its ranged sources.
+    ranges: Vec<(String, String, u64, u64)>,
+}
+
+/// Runs both searches in `conn`'s snapshot and builds at most `max_leads` leads.
+pub(super) fn leads(
+    service: &Service,
+    conn: Db<'_>,
+    search: &SearchRequest,
+    plan: &Plan,
+    max_leads: usize,
+) -> StoreResult<Leads> {
+    let claims = search.run(service, conn, plan, Kinds::Claims, PARTITION + 1)?;
+    let artifacts = search.run(service, conn, plan, Kinds::Artifacts, PARTITION + 1)?;
+    let overflowed = claims.unqualified.examined > PARTITION || artifacts.unqualified.examined > PARTITION;
+    let claim_side = claims.unqualified.shown.iter().take(PARTITION);
+    let artifact_side = artifacts.unqualified.shown.iter().take(PARTITION);
+
+    let mut groups: Vec<Group> = Vec::new();
+    let mut seen: HashSet<(bool, String)> = HashSet::new();
+    for (index, examined) in claim_side.enumerate() {
+        if let Some(group) = claim_group(service, conn, 2 * index, examined)? {
+            if seen.insert((true, group.key.clone())) {
+                groups.push(group);
+            }
+        }
+    }
+    for (index, examined) in artifact_side.enumerate() {
+        if let Some(group) = artifact_group(plan, 2 * index + 1, examined)
+            && seen.insert((false, group.key.clone()))
+        {
+            groups.push(group);
+        }
+    }
+    groups.sort_by(|a, b| {
+        a.rank
+            .cmp(&b.rank)
+            .then(b.is_claim.cmp(&a.is_claim))
+            .then(a.id.cmp(&b.id))
+    });
+    let claim_ranges: Vec<(String, String, u64, u64)> = groups
+        .iter()
+        .filter(|g| g.is_claim)
+        .flat_map(|g| g.ranges.iter().cloned())
+        .collect();
+    groups.retain(|g| {
+        g.is_claim
+            || !g.ranges.iter().any(|(artifact, revision, start, end)| {
+                claim_ranges
+                    .iter()
+                    .any(|(a, r, s, e)| a == artifact && r == revision && start < e && s < end)
+            })
+    });
+    let available = groups.len();
+    let (claim_leads, raw_leads): (Vec<Group>, Vec<Group>) = groups.into_iter().partition(|g| g.is_claim);
+    Ok(Leads {
+        leads: emit(claim_leads, raw_leads, max_leads),
+        available: available as u64,
+        truncated: overflowed || available > max_leads,
+    })
+}
+
+/// Claim leads first, up to `max_leads - 2`, then up to two artifact leads, then the rest
+/// of the claims and of the artifacts; a short side lends its share to the other.
+fn emit(claims: Vec<Group>, raws: Vec<Group>, max_leads: usize) -> Vec<ProbeLead> {
+    let raw_quota = RAW_SHARE.min(max_leads);
+    let first_claims = claims.len().min(max_leads - raw_quota);
+    let first_raws = raws.len().min(raw_quota);
+    let mut spare = max_leads - first_claims - first_raws;
+    let more_claims = (claims.len() - first_claims).min(spare);
+    spare -= more_claims;
+    let more_raws = (raws.len() - first_raws).min(spare);
+    let mut claims = claims.into_iter().map(|g| g.lead);
+    let mut raws = raws.into_iter().map(|g| g.lead);
+    let mut leads: Vec<ProbeLead> = claims.by_ref().take(first_claims).collect();
+    leads.extend(raws.by_ref().take(first_raws));
+    leads.extend(claims.take(more_claims));
+    leads.extend(raws.take(more_raws));
+    leads
+}
+
+/// A title cut to 45 bytes and an ellipsis when longer than 48.
+fn lead_title(title: &str) -> String {
+    if title.len() <= MAX_PROBE_TITLE_BYTES {
+        title.to_owned()
+    } else {
+        format!("{}…", truncate_to_char_boundary(title, MAX_PROBE_TITLE_BYTES - 3))
+    }
+}
+
+/// A claim near miss as a lead: its evidence locators the grant may read, sorted, at most
+/// three and 4 KiB of ranged bytes; the title of the first one's revision.
+fn claim_group(service: &Service, conn: Db<'_>, rank: usize, examined: &Examined) -> StoreResult<Option<Group>> {
+    let Source::Claim(row) = &examined.source else {
+        return Ok(None);
+    };
+    let mut locators: Vec<EvidenceRef> = store_claim::evidence_from_json(&row.evidence_json).unwrap_or_default();
+    let key = locators.first().map_or_else(
+        || row.claim_id.to_string(),
+        |first| format!("{}@{}", first.artifact_id, first.revision_id),
+    );
+    let first_title = match locators.first() {
+        Some(first) => match service.grant().evidence(conn, first)? {
+            Some(Reach::Visible(artifact)) => Some(artifact.title),
+            _ => None,
+        },
+        None => None,
+    };
+    locators.sort_by(|a, b| {
+        (&a.artifact_id, &a.revision_id, a.start_byte, a.end_byte).cmp(&(
+            &b.artifact_id,
+            &b.revision_id,
+            b.start_byte,
+            b.end_byte,
+        ))
+    });
+    locators.dedup();
+    let mut sources = Vec::new();
+    let mut ranges = Vec::new();
+    let mut ranged_bytes = 0;
+    let mut complete = true;
+    for locator in &locators {
+        if !matches!(service.grant().evidence(conn, locator)?, Some(Reach::Visible(_))) {
+            continue;
+        }
+        let span = locator.start_byte.zip(locator.end_byte);
+        let bytes = span.map_or(0, |(start, end)| end.saturating_sub(start));
+        if sources.len() == MAX_LEAD_SOURCES || ranged_bytes + bytes > MAX_LEAD_SOURCE_BYTES {
+            complete = false;
+            break;
+        }
+        ranged_bytes += bytes;
+        if let Some((start, end)) = span {
+            ranges.push((
+                locator.artifact_id.to_string(),
+                locator.revision_id.to_string(),
+                start,
+                end,
+            ));
+        }
+        sources.push(ProbeSource {
+            citation: evidence_citation(&evidence_locator(locator)),
+            locator_origin: if span.is_some() {
+                LocatorOrigin::ClaimExact
+            } else {
+                LocatorOrigin::RevisionOnly
+            },
+            locator_policy_version: None,
+            source_revision_hash: None,
+            parent_citation: None,
+        });
+    }
+    let title = first_title.unwrap_or_else(|| row.statement.clone());
+    Ok(Some(Group {
+        rank,
+        is_claim: true,
+        id: row.claim_id.to_string(),
+        key,
+        lead: ProbeLead {
+            title: lead_title(&title),
+            sources,
+            evidence_locator_set_complete: complete,
+        },
+        ranges,
+    }))
+}
+
+/// An artifact near miss as a lead: the passage its match lies in (`artifact_exact`), or
+/// the whole revision when it is cited whole (`revision_only`).
+fn artifact_group(plan: &Plan, rank: usize, examined: &Examined) -> Option<Group> {
+    let Source::Artifact(row) = &examined.source else {
+        return None;
+    };
+    let shown = artifact_excerpt(plan, row, examined.body.as_ref());
+    let ranges = shown
+        .passage
+        .map(|p| {
+            vec![(
+                row.artifact_id.to_string(),
+                row.revision_id.to_string(),
+                p.cited.0 as u64,
+                p.cited.1 as u64,
+            )]
+        })
+        .unwrap_or_default();
+    Some(Group {
+        rank,
+        is_claim: false,
+        id: row.artifact_id.to_string(),
+        key: format!("{}@{}", row.artifact_id, row.revision_id),
+        lead: ProbeLead {
+            title: lead_title(&row.title),
+            sources: vec![ProbeSource {
+                locator_origin: if shown.passage.is_some() {
+                    LocatorOrigin::ArtifactExact
+                } else {
+                    LocatorOrigin::RevisionOnly
+                },
+                citation: shown.citation,
+                locator_policy_version: None,
+                source_revision_hash: None,
+                parent_citation: None,
+            }],
+            evidence_locator_set_complete: true,
+        },
+        ranges,
+    })
+}

@@ -1,0 +1,333 @@
+//! `memory.retrieve`: the reference's v0.7 agent path. A recall supplies presence, claims,
+//! conflicts and artifact references, qualified as always by the caller's own question.
+//! Only when no claim qualified (and the question is not about the live source) does one
+//! probe follow, routed by the caller's reformulation when there is one, and its claim
+//! leads' exact evidence is fetched into one bounded recovery packet: at most 8 leads, 9
+//! spans and 12 KiB, every item labelled `unqualified_evidence`.
+//!
+//! A fetched span is returned only when it shares a word (by lemma and stem) with the
+//! question or the routed query (`recovery_lexical_relation_v1`); the rest are counted in
+//! `suppressed_references`, never shown. Recovery never changes presence, never adds a
+//! claim and never reaches `context.build`.
+
+use std::time::Instant;
+
+use super::citation;
+use super::probe::{self, Leads};
+use super::recall::{RecallRun, recall_run};
+use crate::protocol::agent::{
+    LocatorOrigin, MAX_RECOVERY_FETCH_BYTES, MAX_RETRIEVE_EVIDENCE_BYTES, MAX_RETRIEVE_REFERENCES, ProbeInput,
+    RecoveryEvidence, RetrievalProfile, RetrieveArtifactReference, RetrieveAuthority, RetrieveClaim, RetrieveInput,
+    RetrieveNextAction, RetrieveProfile, RetrieveQueryAnalysis, RetrieveRecovery, RetrieveResult, UNQUALIFIED_EVIDENCE,
+};
+use crate::protocol::citation::CitationGetInput;
+use crate::protocol::citation::{MAX_CITATION_FETCH_BYTES, MIN_CITATION_FETCH_BYTES};
+use crate::protocol::retrieval::{RecallInput, RecallPresence};
+use crate::retrieval::analyze::lemma_stem;
+use crate::retrieval::profile::{self, Intent, PROFILE_POLICY, QueryProfile, SEMANTIC_ROLE};
+use crate::retrieval::text::folded_words;
+use crate::retrieval::{Analysis, analyze};
+use crate::service::{Call, Output, Service, ServiceError};
+use crate::store::search as store_search;
+use crate::timefmt;
+
+/// `authority.qualification_policy`: only qualified retrieval decides presence and claims.
+pub const QUALIFICATION_POLICY: &str = "deterministic_authority_only_v1";
+/// `authority.recovery_policy`.
+pub const RECOVERY_POLICY: &str = "unqualified_exact_evidence_v1";
+/// `recovery.relevance_policy`.
+pub const RELEVANCE_POLICY: &str = "recovery_lexical_relation_v1";
+/// `next_action.policy_version`.
+pub const NEXT_ACTION_POLICY: &str = "retrieval_next_action_v1";
+/// `profile.policy_version`.
+pub const TIMING_POLICY: &str = "content_free_retrieval_profile_v2";
+
+const CURRENT_SOURCE_RULE: &str = "Memory holds what was recorded, as recorded. For the current state of code, \
+     configuration or any live system, the live source is authoritative: check it before acting on memory.";
+const NEXT_ACTION_DETAIL: &str = "No claim qualified for this question. Ask again with the words memory uses as \
+     the query itself (not as a reformulation): only the query can qualify an answer, and a reformulation only \
+     routes recovery.";
+const RECOVERY_WARNING: &str = "Unqualified evidence: exact stored bytes reached through candidates that matched \
+     part of the question but did not qualify as an answer. They may be unrelated; check each span against the \
+     question before relying on it, and never treat it as remembered fact.";
+
+pub(super) fn retrieve(service: &Service, call: &Call, input: RetrieveInput) -> Result<Output, ServiceError> {
+    let started = Instant::now();
+    let max_leads = probe::lead_count("max_recovery_leads", input.max_recovery_leads)?;
+    if !(1..=MAX_RETRIEVE_EVIDENCE_BYTES).contains(&input.max_recovery_bytes) {
+        return Err(ServiceError::invalid(format!(
+            "max_recovery_bytes must be between 1 and {MAX_RETRIEVE_EVIDENCE_BYTES}, got {}",
+            input.max_recovery_bytes
+        )));
+    }
+    if let Some(reformulation) = &input.reformulation {
+        probe::routed_text("reformulation", reformulation)?;
+        if *reformulation == input.query {
+            return Err(ServiceError::invalid(
+                "reformulation must differ from query; leave it out to route recovery by the query",
+            ));
+        }
+    }
+    let routed = input.reformulation.clone().unwrap_or_else(|| input.query.clone());
+    let probe_input = ProbeInput {
+        query: routed.clone(),
+        original_query: input.reformulation.as_ref().map(|_| input.query.clone()),
+        horizon: input.horizon,
+        reason: input.reason.clone(),
+        max_leads: max_leads as i64,
+        min_commit_seq: input.min_commit_seq,
+        recency: input.recency,
+    };
+    // Built first so that a bad reformulation is refused before anything runs.
+    let probe_search = probe::probe_search(&routed, &probe_input, call.context()?)?;
+
+    let recall = RecallInput {
+        query: input.query.clone(),
+        horizon: input.horizon,
+        reason: input.reason.clone(),
+        max_claims: input.max_claims,
+        max_artifact_refs: input.max_artifact_refs,
+        max_excerpt_bytes: input.max_excerpt_bytes,
+        min_commit_seq: input.min_commit_seq,
+        recency: input.recency,
+        max_candidate_claims: 0,
+        max_candidate_artifact_refs: 0,
+    };
+    let run = recall_run(service, call, &recall)?;
+    let recall_ms = millis(started);
+    let analysis = analyze(&input.query).map_err(|e| ServiceError::invalid(e.to_string()))?;
+    let query_profile = profile::profile(&input.query, &analysis);
+
+    let no_claims = run.result.claims.is_empty();
+    let mut probe_ms = 0.0;
+    let mut fetch_ms = 0.0;
+    let recovery = if no_claims && query_profile.intent != Intent::CurrentSource {
+        let probe_started = Instant::now();
+        let leads = service.store().read_db(|conn| {
+            store_search::ensure_index_ready(conn, probe_search.min_commit_seq)?;
+            let plan = probe_search.plan(service, conn)?;
+            probe::leads(service, conn, &probe_search, &plan, max_leads)
+        })?;
+        probe_ms = millis(probe_started);
+        let fetch_started = Instant::now();
+        let routed_analysis = analyze(&routed).map_err(|e| ServiceError::invalid(e.to_string()))?;
+        let relation = Relation::new(&[&analysis, &routed_analysis]);
+        let recovery = recover(service, &leads, &relation, input.max_recovery_bytes as u64, &input);
+        fetch_ms = millis(fetch_started);
+        recovery
+    } else {
+        None
+    };
+    let next_action = no_claims.then(|| RetrieveNextAction {
+        policy_version: NEXT_ACTION_POLICY.to_owned(),
+        reason: if run.result.presence == RecallPresence::None {
+            "no_qualified_match"
+        } else {
+            "artifacts_without_claims"
+        }
+        .to_owned(),
+        action: "requery_with_stored_vocabulary".to_owned(),
+        detail: NEXT_ACTION_DETAIL.to_owned(),
+        unmatched_units: query_profile.content_units.clone(),
+        stored_vocabulary: Vec::new(),
+    });
+    let RecallRun {
+        result,
+        warnings,
+        commit_seq,
+        required_matches,
+    } = run;
+    let profile = input.profile.then(|| RetrieveProfile {
+        policy_version: TIMING_POLICY.to_owned(),
+        total_ms: millis(started),
+        recall_ms,
+        probe_ms,
+        citation_fetch_ms: fetch_ms,
+        qualified_claim_count: result.claims.len() as u64,
+        qualified_artifact_count: result.artifact_refs.len() as u64,
+        recovery_reference_count: recovery.as_ref().map_or(0, |r| r.returned_references),
+    });
+    let query_analysis = query_analysis(result.query_analysis, query_profile, required_matches);
+    let mut output = Output::read(RetrieveResult {
+        content_is_untrusted: true,
+        presence: result.presence,
+        searched_horizon: input.horizon,
+        query_analysis,
+        authority: RetrieveAuthority {
+            memory_snapshot_commit_seq: commit_seq,
+            retrieved_at: timefmt::to_wire(&timefmt::now()),
+            qualification_policy: QUALIFICATION_POLICY.to_owned(),
+            recovery_policy: RECOVERY_POLICY.to_owned(),
+            current_source_rule: CURRENT_SOURCE_RULE.to_owned(),
+        },
+        claims: result
+            .claims
+            .into_iter()
+            .map(|c| RetrieveClaim {
+                claim_id: c.claim_id,
+                revision_id: c.revision_id,
+                claim_type: c.claim_type,
+                status: c.status,
+                statement: c.statement,
+                citation: c.citation,
+                evidence: c.evidence,
+                conflict_relation_ids: c.conflict_relation_ids,
+            })
+            .collect(),
+        conflicts: result.conflicts,
+        artifact_refs: result
+            .artifact_refs
+            .into_iter()
+            .map(|r| RetrieveArtifactReference {
+                artifact_id: r.artifact_id,
+                revision_id: r.revision_id,
+                title: r.title,
+                citation: r.citation,
+                excerpt: r.excerpt,
+                excerpt_truncated: r.excerpt_truncated,
+                excerpt_citation: r.excerpt_citation,
+                risk_signals: r.risk_signals,
+            })
+            .collect(),
+        claims_truncated: result.claims_truncated,
+        next_action,
+        recovery,
+        profile,
+    })?;
+    output.warnings.extend(warnings);
+    Ok(output)
+}
+
+fn millis(since: Instant) -> f64 {
+    (since.elapsed().as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0
+}
+
+/// Ours, flattened, plus the reference's description of the same query.
+fn query_analysis(
+    ours: crate::protocol::retrieval::QueryAnalysis,
+    profile: QueryProfile,
+    required_matches: u64,
+) -> RetrieveQueryAnalysis {
+    RetrieveQueryAnalysis {
+        analysis: ours,
+        normalized_query: profile.normalized_query,
+        required_matches,
+        content_units: profile.content_units,
+        phrase_groups: profile.phrase_groups,
+        dropped_stopwords: profile.dropped_stopwords,
+        retrieval_profile: RetrievalProfile {
+            policy_version: PROFILE_POLICY.to_owned(),
+            intent_hint: profile.intent.as_str().into(),
+            script_profile: profile.script.into(),
+            identifier_like_units: profile.identifier_like_units,
+            semantic_role: SEMANTIC_ROLE.to_owned(),
+            authority_hint: profile.intent.authority_hint().to_owned(),
+        },
+    }
+}
+
+/// `recovery_lexical_relation_v1`: the lemma stems of the question's and the routed
+/// query's units. A span relates when one of its words shares one.
+struct Relation {
+    stems: Vec<String>,
+}
+
+impl Relation {
+    fn new(analyses: &[&Analysis]) -> Relation {
+        let mut stems: Vec<String> = analyses
+            .iter()
+            .flat_map(|a| a.units.iter())
+            .flat_map(|u| u.words.iter())
+            .map(|w| lemma_stem(w))
+            .collect();
+        stems.sort();
+        stems.dedup();
+        Relation { stems }
+    }
+
+    /// An empty vocabulary keeps everything (a query of function words only).
+    fn relates(&self, text: &str) -> bool {
+        self.stems.is_empty()
+            || folded_words(text)
+                .iter()
+                .any(|w| self.stems.binary_search(&lemma_stem(w)).is_ok())
+    }
+}
+
+/// Fetches the first exact claim evidence of each lead, in lead order, within the budget.
+/// `None` when the probe found no lead.
+fn recover(
+    service: &Service,
+    leads: &Leads,
+    relation: &Relation,
+    budget: u64,
+    input: &RetrieveInput,
+) -> Option<RetrieveRecovery> {
+    if leads.available == 0 {
+        return None;
+    }
+    let mut evidence = Vec::new();
+    let mut fetched = 0u64;
+    let mut remaining = budget;
+    let mut left_unfetched = false;
+    for lead in &leads.leads {
+        let fetchable: Vec<_> = lead
+            .sources
+            .iter()
+            .filter(|s| {
+                matches!(
+                    s.locator_origin,
+                    LocatorOrigin::ClaimExact | LocatorOrigin::SemanticResolved
+                )
+            })
+            .collect();
+        if fetchable.is_empty() {
+            continue;
+        }
+        let cap = remaining.min(MAX_RECOVERY_FETCH_BYTES).min(MAX_CITATION_FETCH_BYTES);
+        if evidence.len() >= MAX_RETRIEVE_REFERENCES || cap < MIN_CITATION_FETCH_BYTES {
+            left_unfetched = true;
+            break;
+        }
+        // The first source that can be read; a purged or foreign one is passed over.
+        let got = fetchable.iter().find_map(|source| {
+            citation::fetch(
+                service,
+                CitationGetInput {
+                    citation: source.citation.clone(),
+                    max_bytes: cap,
+                },
+            )
+            .ok()
+        });
+        let Some(got) = got else { continue };
+        fetched += 1;
+        if !relation.relates(&got.content) {
+            continue;
+        }
+        remaining -= got.byte_count;
+        evidence.push(RecoveryEvidence {
+            retrieval_tier: UNQUALIFIED_EVIDENCE.to_owned(),
+            title: lead.title.clone(),
+            citation: got.citation,
+            content: got.content,
+            media_type: got.media_type,
+            truncated: got.truncated,
+        });
+    }
+    let returned_content_bytes = evidence.iter().map(|e| e.content.len() as u64).sum();
+    Some(RetrieveRecovery {
+        retrieval_tier: UNQUALIFIED_EVIDENCE.to_owned(),
+        original_query_preserved: true,
+        reformulation_applied: input.reformulation.is_some(),
+        available_leads: leads.available,
+        returned_references: evidence.len() as u64,
+        returned_content_bytes,
+        references_truncated: leads.truncated || left_unfetched || evidence.len() >= MAX_RETRIEVE_REFERENCES,
+        relevance_policy: RELEVANCE_POLICY.to_owned(),
+        suppressed_references: fetched - evidence.len() as u64,
+        anchor_routed_references: 0,
+        evidence,
+        warning: RECOVERY_WARNING.to_owned(),
+    })
+}
