@@ -33,6 +33,8 @@
 
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
+#[path = "retrieval/agent.rs"]
+mod agent;
 #[path = "retrieval/citation.rs"]
 mod citation;
 #[path = "support/rng.rs"]
@@ -256,7 +258,7 @@ fn request(op: &str, input: Value) -> Request {
 fn read_request(op: &str, query: &str) -> Request {
     let input = match op {
         "search" => json!({"query": query, "limit": 10}),
-        "memory.recall" => json!({"query": query}),
+        "memory.recall" | "memory.retrieve" => json!({"query": query}),
         "context.build" => json!({"query": query, "limit": 10, "max_bytes": 16384}),
         _ => unreachable!(),
     };
@@ -460,6 +462,7 @@ fn bench_reads(c: &mut Criterion, size: usize) {
     bench_restricted(&service, &queries.rare, "rare-term", size);
     bench_restricted(&service, &queries.common, "common-word", size);
     citation::bench_citation(&service, &queries.rare, size);
+    agent::bench_retrieve(&service, &queries.rare, size);
 
     let serve = |op: &'static str| {
         let service = service.clone();
