@@ -217,38 +217,6 @@ impl Input for RetrieveInput {
     type Output = RetrieveResult;
 }
 
-/// The reference's routing profile of a query: non-authoritative, never changes scope,
-/// qualification or presence.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RetrievalProfile {
-    pub policy_version: String,
-    /// `historical_memory`, `current_source`, `identifier_lookup` or `ambiguous`.
-    pub intent_hint: Label,
-    /// `latin`, `cyrillic`, `arabic`, `cjk`, `mixed`, `other` or `unknown`.
-    pub script_profile: Label,
-    pub identifier_like_units: u64,
-    pub semantic_role: String,
-    pub authority_hint: String,
-}
-
-/// Retrieve's query analysis: ours (`qualified_units_v2`, flattened) plus the fields the
-/// reference's schema requires, filled from the same plan (`spec/v1/DIVERGENCES.md`,
-/// "memory.probe and memory.retrieve").
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RetrieveQueryAnalysis {
-    #[serde(flatten)]
-    pub analysis: QueryAnalysis,
-    /// The content units space-joined, multi-word units quoted.
-    pub normalized_query: String,
-    /// The fewest matched units that can qualify a hit under the policy.
-    pub required_matches: u64,
-    pub content_units: Vec<String>,
-    pub phrase_groups: Vec<String>,
-    /// The function words left out, sorted and unique.
-    pub dropped_stopwords: Vec<String>,
-    pub retrieval_profile: RetrievalProfile,
-}
-
 /// Where retrieve's authority ends.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RetrieveAuthority {
@@ -350,7 +318,7 @@ pub struct RetrieveResult {
     pub content_is_untrusted: bool,
     pub presence: RecallPresence,
     pub searched_horizon: Horizon,
-    pub query_analysis: RetrieveQueryAnalysis,
+    pub query_analysis: QueryAnalysis,
     pub authority: RetrieveAuthority,
     pub claims: Vec<RetrieveClaim>,
     pub conflicts: Vec<ConflictSummary>,

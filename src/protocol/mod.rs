@@ -26,6 +26,7 @@ pub mod purge;
 pub mod relation;
 pub mod retrieval;
 pub mod schema;
+pub mod status;
 mod wire_enum;
 
 pub use envelope::{

@@ -10,6 +10,7 @@ use super::candidates::{RecallCandidateArtifactReference, RecallCandidateClaim};
 use super::claim::{ClaimType, EvidenceLocator};
 use super::ids::{ArtifactId, ArtifactRevisionId, ClaimId, ClaimRevisionId, RelationId, RevisionId};
 use super::relation::{EntityStatus, EntityType, horizon_input};
+use super::status::{ProjectionRetrievalStatus, RerankerRetrievalStatus, SemanticRetrievalStatus};
 use super::{AmbientContext, Horizon, Input, Label, Operation, limits};
 
 fn yes() -> bool {
@@ -226,6 +227,53 @@ pub struct SearchRanking {
     /// Citations of near-identical claims collapsed onto this one (an extension of v1).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub collapsed_duplicates: Vec<String>,
+    /// The reference's v0.7 ranking fields, filled from the same qualification
+    /// (`spec/v1/DIVERGENCES.md`, "Retrieval status fields").
+    #[serde(flatten)]
+    pub reference: ReferenceRanking,
+}
+
+/// The ranking fields the reference's v0.7.1 schema requires, beside ours.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReferenceRanking {
+    /// The policies that ranked the hit: `qualified_units_v2`; no trigram stage; the
+    /// semantic fusion when a model is on.
+    #[serde(default)]
+    pub lexical_policy_version: String,
+    #[serde(default)]
+    pub trigram_policy_version: String,
+    #[serde(default)]
+    pub fusion_policy_version: String,
+    #[serde(default)]
+    pub query_unit_count: u64,
+    #[serde(default)]
+    pub matched_unit_count: u64,
+    /// The fewest matched units that can qualify a hit (`query_analysis.required_matches`).
+    #[serde(default)]
+    pub required_matches: u64,
+    /// The share of the query's information the matched units carry, 0..=1.
+    #[serde(default)]
+    pub lexical_coverage: f64,
+    /// Quoted phrases and hyphenated compounds of the query, and how many matched.
+    #[serde(default)]
+    pub phrase_group_count: u64,
+    #[serde(default)]
+    pub matched_phrase_group_count: u64,
+    #[serde(default)]
+    pub lexical_qualified: bool,
+    #[serde(default)]
+    pub trigram_qualified: bool,
+    /// Qualified through the semantic model's similarity rather than enough units.
+    #[serde(default)]
+    pub semantic_qualified: bool,
+    #[serde(default)]
+    pub qualified: bool,
+    /// Lexically qualified with every unit matched as written or inflected.
+    #[serde(default)]
+    pub exact_tier: bool,
+    /// `fused_score` with a semantic model, else `lexical_score`.
+    #[serde(default)]
+    pub fusion_score: f64,
 }
 
 /// One content unit of the analysed query.
@@ -295,6 +343,36 @@ pub struct QueryAnalysis {
     /// How to reword when nothing qualified.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub advice: Option<String>,
+    /// The reference's v0.7 description of the same query (`retrieval::profile`): the
+    /// content units space-joined, phrases and compounds quoted.
+    #[serde(default)]
+    pub normalized_query: String,
+    /// The fewest matched units that can qualify a hit under the policy.
+    #[serde(default)]
+    pub required_matches: u64,
+    #[serde(default)]
+    pub content_units: Vec<String>,
+    #[serde(default)]
+    pub phrase_groups: Vec<String>,
+    /// The function words left out, sorted and unique.
+    #[serde(default)]
+    pub dropped_stopwords: Vec<String>,
+    #[serde(default)]
+    pub retrieval_profile: RetrievalProfile,
+}
+
+/// The reference's routing profile of a query: non-authoritative, never changes scope,
+/// qualification or presence.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetrievalProfile {
+    pub policy_version: String,
+    /// `historical_memory`, `current_source`, `identifier_lookup` or `ambiguous`.
+    pub intent_hint: Label,
+    /// `latin`, `cyrillic`, `arabic`, `cjk`, `mixed`, `other` or `unknown`.
+    pub script_profile: Label,
+    pub identifier_like_units: u64,
+    pub semantic_role: String,
+    pub authority_hint: String,
 }
 
 /// A lexical candidate that did not qualify: never a hit and never counted.
@@ -363,6 +441,21 @@ pub struct SearchResult {
     pub query_analysis: QueryAnalysis,
     /// Candidates that matched some units but did not qualify.
     pub near_misses: Vec<NearMiss>,
+    /// The reference's v0.7 status fields (`protocol::status`).
+    #[serde(default)]
+    pub projection: ProjectionRetrievalStatus,
+    #[serde(default)]
+    pub semantic: SemanticRetrievalStatus,
+    #[serde(default)]
+    pub reranker: RerankerRetrievalStatus,
+    /// Always true: hits are qualified ones only (near misses are kept apart).
+    #[serde(default)]
+    pub qualification_applied: bool,
+    /// Unqualified candidates the search examined.
+    #[serde(default)]
+    pub unqualified_candidate_count: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_unqualified_coverage: Option<f64>,
 }
 
 /// One open contradiction: `left_id` is the relation's source claim, `right_id` its target.
@@ -490,6 +583,15 @@ pub struct RecallResult {
     /// Present when either search examined unqualified candidates: how to see them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub candidates_hint: Option<String>,
+    /// The reference's v0.7 status of each search surface (`protocol::status`).
+    #[serde(default)]
+    pub semantic_claims: SemanticRetrievalStatus,
+    #[serde(default)]
+    pub semantic_artifacts: SemanticRetrievalStatus,
+    #[serde(default)]
+    pub reranker_claims: RerankerRetrievalStatus,
+    #[serde(default)]
+    pub reranker_artifacts: RerankerRetrievalStatus,
 }
 
 /// What the bundle included for one retrieved hit.
@@ -535,6 +637,11 @@ pub struct ContextBundle {
     pub omitted_count: usize,
     pub conflicts: Vec<ConflictSummary>,
     pub query_analysis: QueryAnalysis,
+    /// The reference's v0.7 status fields (`protocol::status`).
+    #[serde(default)]
+    pub semantic: SemanticRetrievalStatus,
+    #[serde(default)]
+    pub reranker: RerankerRetrievalStatus,
 }
 
 #[cfg(test)]

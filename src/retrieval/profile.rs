@@ -88,8 +88,9 @@ pub struct QueryProfile {
     pub identifier_like_units: u64,
 }
 
-/// Describes `analysis` (of `query`) the way the reference's schema does.
-pub fn profile(query: &str, analysis: &Analysis) -> QueryProfile {
+/// Describes `analysis` the way the reference's schema does (the script is read from the
+/// query's words: its units and the function words left out).
+pub fn profile(analysis: &Analysis) -> QueryProfile {
     let mut content_units = Vec::new();
     let mut phrase_groups = Vec::new();
     let mut normalized = Vec::new();
@@ -113,13 +114,19 @@ pub fn profile(query: &str, analysis: &Analysis) -> QueryProfile {
         .count() as u64;
     QueryProfile {
         intent: intent(&normalized_query, identifier_like_units),
-        script: script(query),
+        script: script(&script_text(analysis)),
         normalized_query,
         content_units,
         phrase_groups,
         dropped_stopwords,
         identifier_like_units,
     }
+}
+
+fn script_text(analysis: &Analysis) -> String {
+    let units = analysis.units.iter().map(|u| u.text.as_str());
+    let ignored = analysis.ignored.iter().map(String::as_str);
+    units.chain(ignored).collect::<Vec<_>>().join(" ")
 }
 
 /// A piece with `_`, `::` or `/`, or mixing digits and letters.
@@ -204,7 +211,7 @@ mod tests {
     use crate::retrieval::analyze;
 
     fn of(query: &str) -> QueryProfile {
-        profile(query, &analyze(query).unwrap())
+        profile(&analyze(query).unwrap())
     }
 
     #[test]

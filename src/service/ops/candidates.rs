@@ -9,14 +9,18 @@ use std::cmp::Ordering;
 use crate::store::Db;
 
 use super::search::{SearchRequest, Source};
-use crate::protocol::retrieval::{QualificationInfo, QueryAnalysis, QueryUnit, SemanticEvidence, UnitMatchInfo};
-use crate::retrieval::corpus;
+use crate::protocol::retrieval::{
+    QualificationInfo, QueryAnalysis, QueryUnit, ReferenceRanking, RetrievalProfile, SemanticEvidence, UnitMatchInfo,
+};
+use crate::protocol::status::NOT_IMPLEMENTED;
+use crate::retrieval::UnitKind;
 use crate::retrieval::diversity::Fingerprint;
 use crate::retrieval::plan::{Plan, TextMatch};
 use crate::retrieval::qualify::{PolicyVersion, Qualification, qualify};
 use crate::retrieval::snippet::Instance;
 use crate::retrieval::text::{Word, words};
 use crate::retrieval::{MatchKind, rank};
+use crate::retrieval::{corpus, profile};
 use crate::service::Service;
 use crate::store::StoreResult;
 use crate::store::artifact::is_indexable_media_type;
@@ -433,7 +437,21 @@ pub(super) fn qualification_info(plan: &Plan, examined: &Examined) -> Qualificat
 /// The query analysis, with advice when nothing qualified.
 pub(super) fn query_analysis(plan: &Plan, found_nothing: bool, near_misses: usize) -> QueryAnalysis {
     let advice = found_nothing.then(|| advice(plan, near_misses));
+    let described = profile::profile(&plan.analysis);
     QueryAnalysis {
+        normalized_query: described.normalized_query,
+        required_matches: profile::required_matches(plan),
+        content_units: described.content_units,
+        phrase_groups: described.phrase_groups,
+        dropped_stopwords: described.dropped_stopwords,
+        retrieval_profile: RetrievalProfile {
+            policy_version: profile::PROFILE_POLICY.to_owned(),
+            intent_hint: described.intent.as_str().into(),
+            script_profile: described.script.into(),
+            identifier_like_units: described.identifier_like_units,
+            semantic_role: profile::SEMANTIC_ROLE.to_owned(),
+            authority_hint: described.intent.authority_hint().to_owned(),
+        },
         policy_version: plan.policy.version.as_str().into(),
         units: query_units(plan),
         ignored_words: plan.analysis.ignored.clone(),
@@ -486,4 +504,46 @@ pub(super) fn lexical_coverage(plan: &Plan, examined: &Examined) -> f64 {
     }
     let share = (examined.qualification.matched_weight / plan.policy.total).clamp(0.0, 1.0);
     (share * 10_000.0).round() / 10_000.0
+}
+
+/// The reference's ranking fields of one qualified hit, from its qualification.
+/// `required_matches` is the plan's ([`profile::required_matches`], computed once).
+pub(super) fn reference_ranking(plan: &Plan, examined: &Examined, required_matches: u64) -> ReferenceRanking {
+    let phrase =
+        |unit: &crate::retrieval::plan::PlannedUnit| matches!(unit.unit.kind, UnitKind::Phrase | UnitKind::Compound);
+    let matched: Vec<(bool, Option<MatchKind>)> = plan
+        .units
+        .iter()
+        .zip(&examined.matched.units)
+        .map(|(unit, found)| (phrase(unit), found.as_ref().map(|m| m.kind)))
+        .collect();
+    let lexical_qualified = examined.qualification.qualified && examined.demoted.is_none();
+    ReferenceRanking {
+        lexical_policy_version: plan.policy.version.as_str().to_owned(),
+        trigram_policy_version: NOT_IMPLEMENTED.to_owned(),
+        fusion_policy_version: if examined.fused_score.is_some() {
+            super::semantic::FUSION_POLICY
+        } else {
+            NOT_IMPLEMENTED
+        }
+        .to_owned(),
+        query_unit_count: plan.units.len() as u64,
+        matched_unit_count: matched.iter().filter(|(_, kind)| kind.is_some()).count() as u64,
+        required_matches,
+        lexical_coverage: lexical_coverage(plan, examined),
+        phrase_group_count: matched.iter().filter(|(is_phrase, _)| *is_phrase).count() as u64,
+        matched_phrase_group_count: matched
+            .iter()
+            .filter(|(is_phrase, kind)| *is_phrase && kind.is_some())
+            .count() as u64,
+        lexical_qualified,
+        trigram_qualified: false,
+        semantic_qualified: examined.qualified_by_meaning(),
+        qualified: examined.is_qualified(),
+        exact_tier: lexical_qualified
+            && matched
+                .iter()
+                .all(|(_, kind)| matches!(kind, Some(MatchKind::Exact | MatchKind::Inflection))),
+        fusion_score: examined.fused_score.unwrap_or(examined.lexical_score),
+    }
 }

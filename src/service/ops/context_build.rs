@@ -21,7 +21,7 @@ use crate::store::search as store_search;
 pub(super) fn build(service: &Service, call: &Call, input: ContextBuildInput) -> Result<Output, ServiceError> {
     let request = SearchRequest::new(&input.search(), call.context()?)?;
     let max_bytes = usize::try_from(input.max_bytes).unwrap_or(usize::MAX);
-    let (ranked, conflicts) = service.store().read_db(|conn| {
+    let (ranked, conflicts, commit_seq) = service.store().read_db(|conn| {
         store_search::ensure_index_ready(conn, request.min_commit_seq)?;
         let plan = request.plan(service, conn)?;
         let ranked = request.run(service, conn, &plan, Kinds::Both, 0)?;
@@ -32,7 +32,7 @@ pub(super) fn build(service: &Service, call: &Call, input: ContextBuildInput) ->
             .map(|hit| hit.wire.entity_id.as_str())
             .collect();
         let conflicts = store_conflict::open_conflicts_for_claims(conn, &claim_ids, &request.ambient, request.horizon)?;
-        Ok((ranked, conflicts))
+        Ok((ranked, conflicts, crate::store::last_commit_seq(conn)?))
     })?;
 
     let conflicts: Vec<_> = conflicts.iter().map(conflict_summary).collect();
@@ -85,6 +85,8 @@ pub(super) fn build(service: &Service, call: &Call, input: ContextBuildInput) ->
         omitted_count: rendered.omitted_count,
         conflicts,
         query_analysis: ranked.query_analysis.clone(),
+        semantic: super::semantic::status(service, commit_seq),
+        reranker: crate::protocol::status::no_reranker("mixed", ranked.hits.len()),
     })
 }
 

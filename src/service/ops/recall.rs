@@ -16,15 +16,15 @@ use super::search::{
 use crate::protocol::Warning;
 use crate::protocol::claim::ClaimStatus;
 use crate::protocol::ids::{ArtifactId, ArtifactRevisionId, RelationId};
-use crate::protocol::limits;
 use crate::protocol::retrieval::{
     ConflictSummary, RecallArtifactReference, RecallClaim, RecallClaimStatus, RecallEvidenceReference, RecallInput,
     RecallPresence, RecallResult, SearchInput,
 };
+use crate::protocol::{limits, status};
 use crate::retrieval::diversity;
 use crate::retrieval::snippet::{Excerpt, SNIPPET_TOKENS, fitted_excerpt, truncate_to_char_boundary};
 use crate::retrieval::text::words;
-use crate::retrieval::{Plan, lossy_span, profile, risk_signals};
+use crate::retrieval::{Plan, lossy_span, risk_signals};
 use crate::service::convert::evidence_locator;
 use crate::service::grant::{Grant, Reach};
 use crate::service::validate;
@@ -48,8 +48,6 @@ pub(super) struct RecallRun {
     pub warnings: Vec<Warning>,
     /// The commit the recall's snapshot saw.
     pub commit_seq: i64,
-    /// The fewest matched units that qualify a hit ([`profile::required_matches`]).
-    pub required_matches: u64,
 }
 
 /// Runs a recall in one snapshot.
@@ -137,8 +135,12 @@ pub(super) fn recall_run(service: &Service, call: &Call, input: &RecallInput) ->
         let query_analysis = candidates::query_analysis(&plan, claims.is_empty() && artifact_refs.is_empty(), near_misses.len());
         let warnings = std::mem::take(&mut previews.warnings);
         let commit_seq = crate::store::last_commit_seq(conn)?;
-        let required_matches = profile::required_matches(&plan);
+        let semantic = super::semantic::status(service, commit_seq);
         let result = RecallResult {
+            semantic_claims: semantic.clone(),
+            semantic_artifacts: semantic,
+            reranker_claims: status::no_reranker("claim", claims.len()),
+            reranker_artifacts: status::no_reranker("artifact", artifact_refs.len()),
             content_is_untrusted: true,
             query: input.query.clone(),
             searched_horizons: vec![horizon],
@@ -180,7 +182,6 @@ pub(super) fn recall_run(service: &Service, call: &Call, input: &RecallInput) ->
             result,
             warnings,
             commit_seq,
-            required_matches,
         })
     })?;
     Ok(found)

@@ -17,14 +17,14 @@ use super::probe::{self, Leads};
 use super::recall::{RecallRun, recall_run};
 use crate::protocol::agent::{
     LocatorOrigin, MAX_RECOVERY_FETCH_BYTES, MAX_RETRIEVE_EVIDENCE_BYTES, MAX_RETRIEVE_REFERENCES, ProbeInput,
-    RecoveryEvidence, RetrievalProfile, RetrieveArtifactReference, RetrieveAuthority, RetrieveClaim, RetrieveInput,
-    RetrieveNextAction, RetrieveProfile, RetrieveQueryAnalysis, RetrieveRecovery, RetrieveResult, UNQUALIFIED_EVIDENCE,
+    RecoveryEvidence, RetrieveArtifactReference, RetrieveAuthority, RetrieveClaim, RetrieveInput, RetrieveNextAction,
+    RetrieveProfile, RetrieveRecovery, RetrieveResult, UNQUALIFIED_EVIDENCE,
 };
 use crate::protocol::citation::CitationGetInput;
 use crate::protocol::citation::{MAX_CITATION_FETCH_BYTES, MIN_CITATION_FETCH_BYTES};
 use crate::protocol::retrieval::{RecallInput, RecallPresence};
 use crate::retrieval::analyze::lemma_stem;
-use crate::retrieval::profile::{self, Intent, PROFILE_POLICY, QueryProfile, SEMANTIC_ROLE};
+use crate::retrieval::profile::Intent;
 use crate::retrieval::text::folded_words;
 use crate::retrieval::{Analysis, analyze};
 use crate::service::{Call, Output, Service, ServiceError};
@@ -96,12 +96,12 @@ pub(super) fn retrieve(service: &Service, call: &Call, input: RetrieveInput) -> 
     let run = recall_run(service, call, &recall)?;
     let recall_ms = millis(started);
     let analysis = analyze(&input.query).map_err(|e| ServiceError::invalid(e.to_string()))?;
-    let query_profile = profile::profile(&input.query, &analysis);
+    let current_source = run.result.query_analysis.retrieval_profile.intent_hint == Intent::CurrentSource.as_str();
 
     let no_claims = run.result.claims.is_empty();
     let mut probe_ms = 0.0;
     let mut fetch_ms = 0.0;
-    let recovery = if no_claims && query_profile.intent != Intent::CurrentSource {
+    let recovery = if no_claims && !current_source {
         let probe_started = Instant::now();
         let leads = service.store().read_db(|conn| {
             store_search::ensure_index_ready(conn, probe_search.min_commit_seq)?;
@@ -128,14 +128,13 @@ pub(super) fn retrieve(service: &Service, call: &Call, input: RetrieveInput) -> 
         .to_owned(),
         action: "requery_with_stored_vocabulary".to_owned(),
         detail: NEXT_ACTION_DETAIL.to_owned(),
-        unmatched_units: query_profile.content_units.clone(),
+        unmatched_units: run.result.query_analysis.content_units.clone(),
         stored_vocabulary: Vec::new(),
     });
     let RecallRun {
         result,
         warnings,
         commit_seq,
-        required_matches,
     } = run;
     let profile = input.profile.then(|| RetrieveProfile {
         policy_version: TIMING_POLICY.to_owned(),
@@ -147,12 +146,11 @@ pub(super) fn retrieve(service: &Service, call: &Call, input: RetrieveInput) -> 
         qualified_artifact_count: result.artifact_refs.len() as u64,
         recovery_reference_count: recovery.as_ref().map_or(0, |r| r.returned_references),
     });
-    let query_analysis = query_analysis(result.query_analysis, query_profile, required_matches);
     let mut output = Output::read(RetrieveResult {
         content_is_untrusted: true,
         presence: result.presence,
         searched_horizon: input.horizon,
-        query_analysis,
+        query_analysis: result.query_analysis,
         authority: RetrieveAuthority {
             memory_snapshot_commit_seq: commit_seq,
             retrieved_at: timefmt::to_wire(&timefmt::now()),
@@ -200,30 +198,6 @@ pub(super) fn retrieve(service: &Service, call: &Call, input: RetrieveInput) -> 
 
 fn millis(since: Instant) -> f64 {
     (since.elapsed().as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0
-}
-
-/// Ours, flattened, plus the reference's description of the same query.
-fn query_analysis(
-    ours: crate::protocol::retrieval::QueryAnalysis,
-    profile: QueryProfile,
-    required_matches: u64,
-) -> RetrieveQueryAnalysis {
-    RetrieveQueryAnalysis {
-        analysis: ours,
-        normalized_query: profile.normalized_query,
-        required_matches,
-        content_units: profile.content_units,
-        phrase_groups: profile.phrase_groups,
-        dropped_stopwords: profile.dropped_stopwords,
-        retrieval_profile: RetrievalProfile {
-            policy_version: PROFILE_POLICY.to_owned(),
-            intent_hint: profile.intent.as_str().into(),
-            script_profile: profile.script.into(),
-            identifier_like_units: profile.identifier_like_units,
-            semantic_role: SEMANTIC_ROLE.to_owned(),
-            authority_hint: profile.intent.authority_hint().to_owned(),
-        },
-    }
 }
 
 /// `recovery_lexical_relation_v1`: the lemma stems of the question's and the routed

@@ -11,12 +11,13 @@ use crate::protocol::relation::EntityType;
 use crate::protocol::retrieval::{
     ClaimHitProvenance, NearMiss, QueryAnalysis, SearchHit, SearchInput, SearchRanking, SearchResult,
 };
+use crate::protocol::status;
 use crate::protocol::{AmbientContext, Horizon, Label, limits};
 use crate::retrieval::corpus::CorpusStats;
-use crate::retrieval::passage;
 use crate::retrieval::rank::{self, EffectiveBasis, RankInput};
 use crate::retrieval::snippet::{SNIPPET_TOKENS, window_excerpt};
 use crate::retrieval::{Analysis, Plan, Vocabulary, analyze};
+use crate::retrieval::{passage, profile};
 use crate::service::Grant;
 use crate::service::convert::{context_owner, evidence_locator, owner_context, stored_object};
 use crate::service::validate;
@@ -31,10 +32,11 @@ use crate::timefmt::{self, Timestamp};
 
 pub(super) fn search(service: &Service, call: &Call, input: SearchInput) -> Result<Output, ServiceError> {
     let request = SearchRequest::new(&input, call.context()?)?;
-    let ranked = service.store().read_db(|conn| {
+    let (ranked, commit_seq) = service.store().read_db(|conn| {
         store_search::ensure_index_ready(conn, request.min_commit_seq)?;
         let plan = request.plan(service, conn)?;
-        request.run(service, conn, &plan, Kinds::Both, MAX_NEAR_MISSES)
+        let ranked = request.run(service, conn, &plan, Kinds::Both, MAX_NEAR_MISSES)?;
+        Ok((ranked, crate::store::last_commit_seq(conn)?))
     })?;
     let broaden_hint = ranked.broaden_hint(request.horizon);
     let refine_hint = ranked.refine_hint("matches", "limit", limits::MAX_SEARCH_ITEMS);
@@ -44,6 +46,12 @@ pub(super) fn search(service: &Service, call: &Call, input: SearchInput) -> Resu
         retrieval_mode: rank::retrieval_mode(request.recency).into(),
         query_analysis: ranked.query_analysis.clone(),
         near_misses: ranked.near_misses.clone(),
+        projection: status::no_projection(),
+        semantic: super::semantic::status(service, commit_seq),
+        reranker: status::no_reranker("mixed", ranked.hits.len()),
+        qualification_applied: true,
+        unqualified_candidate_count: ranked.unqualified.examined as u64,
+        best_unqualified_coverage: ranked.unqualified.best_coverage,
         hits: ranked.hits.into_iter().map(|hit| hit.wire).collect(),
         truncated: ranked.truncated,
         refine_hint,
@@ -219,6 +227,7 @@ impl SearchRequest {
         let inputs: Vec<RankInput> = judged.iter().map(|j| j.rank_input).collect();
         let positions = rank::rerank(&inputs, self.recency);
         let mut hits: Vec<(usize, RankedHit)> = Vec::with_capacity(judged.len());
+        let required_matches = profile::required_matches(plan);
         for (index, (judged, position)) in judged.into_iter().zip(positions).enumerate() {
             let ranking = SearchRanking {
                 policy_version: rank::POLICY_VERSION.into(),
@@ -236,6 +245,7 @@ impl SearchRequest {
                 decay_class: judged.rank_input.class.as_str().into(),
                 qualification: candidates::qualification_info(plan, &judged.examined),
                 collapsed_duplicates: judged.examined.collapsed.clone(),
+                reference: candidates::reference_ranking(plan, &judged.examined, required_matches),
             };
             let hit = self.build_hit(plan, judged, ranking, position.score)?;
             hits.push((position.final_position, hit));

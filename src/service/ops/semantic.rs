@@ -36,6 +36,16 @@ const POOL: usize = 30;
 /// Reciprocal-rank fusion's constant: a hit at lexical rank `a` and semantic rank `b`
 /// (1-based) scores `1/(K + a) + 1/(K + b)`. 1, 5 and 10 measure alike (BENCHMARKS.md).
 pub const FUSION_K: f64 = 5.0;
+
+/// `ranking.fusion_policy_version` of a hit whose score fused lexical and semantic ranks.
+pub const FUSION_POLICY: &str = "memoree_lexical_semantic_rrf_v1";
+
+/// The reference's semantic status of a search surface at `commit_seq`.
+pub(super) fn status(service: &Service, commit_seq: i64) -> crate::protocol::status::SemanticRetrievalStatus {
+    let semantic = &service.runtime().semantic;
+    let digest = semantic.embedder().and_then(|_| semantic.describe().model_digest);
+    crate::protocol::status::semantic(digest, commit_seq)
+}
 /// Qualified candidates reordered by fusion, in lexical order.
 const FUSE_DEPTH: usize = 120;
 /// Bytes of an artifact body embedded around its first match (384 and 1024 measure alike on
