@@ -81,25 +81,63 @@ struct DaemonSession {
     endpoint: Endpoint,
     kept: Option<Connection>,
     held: Vec<Connection>,
+    /// The loopback port reserved for this trial's daemon, released when it stops.
+    port: Option<PortReservation>,
     _dir: tempfile::TempDir,
 }
 
-/// The endpoint a trial's daemon listens on, in `unix://` / `tcp://` form.
-fn choose_endpoint(listen: Listen, dir: &Path) -> Result<(String, Endpoint), String> {
+/// Loopback ports handed to daemons of this run that have not stopped yet. The kernel hands
+/// a probed port out again as soon as the probe closes, so without this two parallel trials
+/// could pick the same port: the second daemon fails to bind, and its trial would talk to
+/// the first trial's daemon (a replayed idempotency key, then a refused connection).
+static RESERVED_PORTS: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+
+/// A port in [`RESERVED_PORTS`] until dropped.
+struct PortReservation(u16);
+
+impl PortReservation {
+    /// A free loopback port no running daemon of this run was given.
+    fn take() -> Result<PortReservation, String> {
+        let mut reserved = RESERVED_PORTS.lock().unwrap_or_else(|e| e.into_inner());
+        // Probes stay open while looking, so the kernel never returns one twice.
+        let mut probes = Vec::new();
+        for _ in 0..64 {
+            let probe = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free TCP port: {e}"))?;
+            let port = probe.local_addr().map_err(|e| format!("no free TCP port: {e}"))?.port();
+            if !reserved.contains(&port) {
+                reserved.push(port);
+                return Ok(PortReservation(port));
+            }
+            probes.push(probe);
+        }
+        Err("no free TCP port outside those of running daemons".to_owned())
+    }
+}
+
+impl Drop for PortReservation {
+    fn drop(&mut self) {
+        let mut reserved = RESERVED_PORTS.lock().unwrap_or_else(|e| e.into_inner());
+        reserved.retain(|&port| port != self.0);
+    }
+}
+
+/// The endpoint a trial's daemon listens on, in `unix://` / `tcp://` form, with the port
+/// reserved for it.
+fn choose_endpoint(listen: Listen, dir: &Path) -> Result<(String, Endpoint, Option<PortReservation>), String> {
     match listen {
         Listen::Unix => {
             let socket = dir.join("run").join("memoree.sock");
-            Ok((format!("unix://{}", socket.display()), Endpoint::Unix(socket)))
+            Ok((format!("unix://{}", socket.display()), Endpoint::Unix(socket), None))
         }
         Listen::Tcp | Listen::Tls => {
-            // Ask the kernel for a free port, then hand it to the daemon. Another process
-            // could take it in between; the daemon then fails to start and the trial says so.
-            let probe = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free TCP port: {e}"))?;
-            let addr = probe.local_addr().map_err(|e| format!("no free TCP port: {e}"))?;
+            // A free port, handed to the daemon. Another process could take it in between;
+            // the daemon then fails to start and `start` tries another port.
+            let port = PortReservation::take()?;
+            let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port.0));
             if listen == Listen::Tls {
-                Ok((format!("tls://{addr}"), Endpoint::Tls(addr)))
+                Ok((format!("tls://{addr}"), Endpoint::Tls(addr), Some(port)))
             } else {
-                Ok((format!("tcp://{addr}"), Endpoint::Tcp(addr)))
+                Ok((format!("tcp://{addr}"), Endpoint::Tcp(addr), Some(port)))
             }
         }
     }
@@ -189,8 +227,23 @@ impl Transport for Daemon {
     }
 
     fn start(&self) -> Result<Box<dyn Session>, String> {
+        // A daemon that lost its port to another process exits before serving: try another.
+        let attempts = if self.listen == Listen::Unix { 1 } else { 3 };
+        let mut last = String::new();
+        for _ in 0..attempts {
+            match self.start_once() {
+                Ok(session) => return Ok(session),
+                Err(error) => last = error,
+            }
+        }
+        Err(last)
+    }
+}
+
+impl Daemon {
+    fn start_once(&self) -> Result<Box<dyn Session>, String> {
         let dir = temp_dir()?;
-        let (endpoint_text, endpoint) = choose_endpoint(self.listen, dir.path())?;
+        let (endpoint_text, endpoint, port) = choose_endpoint(self.listen, dir.path())?;
         let store_url = self.store.as_ref().map(|cluster| cluster.create_store_database());
         let mut command = command(&self.launch, &endpoint_text, dir.path(), store_url.as_deref());
         command
@@ -222,6 +275,7 @@ impl Transport for Daemon {
             endpoint,
             kept: None,
             held: Vec::new(),
+            port,
             _dir: dir,
         }))
     }
@@ -262,6 +316,7 @@ impl Drop for DaemonSession {
         self.kept = None;
         self.held.clear();
         stop(&mut self.child);
+        self.port = None;
     }
 }
 
