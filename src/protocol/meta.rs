@@ -104,6 +104,14 @@ pub struct CapabilitiesDocument {
     /// Extension (v0.7): the most recovery content bytes one `memory.retrieve` returns.
     #[serde(default)]
     pub max_retrieve_evidence_bytes: usize,
+    /// The reference's v0.7 source, projection and feedback bounds: 0, those operations do
+    /// not exist here.
+    #[serde(default)]
+    pub max_source_items: usize,
+    #[serde(default)]
+    pub max_projection_items: usize,
+    #[serde(default)]
+    pub max_feedback_items: usize,
     pub max_history_items: usize,
     pub max_relation_list_items: usize,
     pub max_conflict_list_items: usize,
@@ -115,9 +123,80 @@ pub struct CapabilitiesDocument {
     pub extensions: Vec<Label>,
     /// Extension: the default recency rerank of the retrieval operations.
     pub recency_policy: RecencyPolicy,
+    /// The reference's v0.7 capability objects, filled truthfully: no source sync, no cited
+    /// projections, no retrieval feedback here.
+    #[serde(default)]
+    pub source_sync: SourceSyncCapabilities,
+    #[serde(default)]
+    pub cited_projections: CitedProjectionCapabilities,
+    #[serde(default)]
+    pub retrieval_feedback: RetrievalFeedbackCapabilities,
     /// Extension: the local semantic model, or why retrieval is lexical only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub semantic: Option<SemanticStatus>,
+}
+
+/// Out-of-process source connectors (the reference's v0.7 `source.*` operations).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceSyncCapabilities {
+    pub connector_runtime: String,
+    pub stable_external_identity: bool,
+    pub cursor_checkpointing: bool,
+    pub withdrawal: String,
+    pub erasure: String,
+}
+
+impl SourceSyncCapabilities {
+    /// This implementation's: none.
+    pub fn none() -> SourceSyncCapabilities {
+        SourceSyncCapabilities {
+            connector_runtime: "none".to_owned(),
+            stable_external_identity: false,
+            cursor_checkpointing: false,
+            withdrawal: "none".to_owned(),
+            erasure: "none".to_owned(),
+        }
+    }
+}
+
+/// Cited derived projections as retrieval candidates (the reference's v0.7 `projection.*`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CitedProjectionCapabilities {
+    pub role: String,
+    pub exact_raw_evidence_required: bool,
+    pub can_qualify_presence: bool,
+    pub included_in_context_build: bool,
+}
+
+impl CitedProjectionCapabilities {
+    /// This implementation's: none.
+    pub fn none() -> CitedProjectionCapabilities {
+        CitedProjectionCapabilities {
+            role: "none".to_owned(),
+            exact_raw_evidence_required: true,
+            can_qualify_presence: false,
+            included_in_context_build: false,
+        }
+    }
+}
+
+/// Explicit retrieval feedback (the reference's v0.7 `feedback.*`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetrievalFeedbackCapabilities {
+    pub capture: String,
+    pub query_storage_default: String,
+    pub automatic_online_learning: bool,
+}
+
+impl RetrievalFeedbackCapabilities {
+    /// This implementation's: none.
+    pub fn none() -> RetrievalFeedbackCapabilities {
+        RetrievalFeedbackCapabilities {
+            capture: "none".to_owned(),
+            query_storage_default: "none".to_owned(),
+            automatic_online_learning: false,
+        }
+    }
 }
 
 /// The bounded recency rerank as reported by `capabilities`.

@@ -282,6 +282,15 @@ fn example_results_cover_every_operation_and_validate_against_ours_and_the_refer
         let reference_result = compile(&reference["result_types"][op.wire_name()], false);
         let accepted = reference_result.is_valid(&result);
         assert!(accepted || !reference_compatible, "reference rejects {op:?} result");
+        // What we emit for a v0.2.0 operation also carries every field the reference's
+        // v0.7.1 schema requires (issue 29: a v0.7.1 client parses our responses).
+        if let Some((_, _, later_result)) = later.as_ref().and_then(|l| later_reference(l, op)) {
+            let accepted = later_result.is_valid(&result);
+            assert!(
+                accepted || !reference_compatible,
+                "reference v0.7.1 rejects {op:?} result {result}"
+            );
+        }
     }
     assert_eq!(covered.len(), Operation::ALL.len());
 }

@@ -2,8 +2,8 @@
 
 use crate::instructions::INSTRUCTION_SET_VERSION;
 use crate::protocol::meta::{
-    CapabilitiesDocument, CapabilitiesInput, ContextResolveInput, ContextResolveResult, DecayClassPolicy,
-    OperationCapability, RecencyPolicy,
+    CapabilitiesDocument, CapabilitiesInput, CitedProjectionCapabilities, ContextResolveInput, ContextResolveResult,
+    DecayClassPolicy, OperationCapability, RecencyPolicy, RetrievalFeedbackCapabilities, SourceSyncCapabilities,
 };
 use crate::protocol::{ContextSource, Horizon, Operation, PROTOCOL_VERSION, ResolvedContext};
 use crate::protocol::{agent, citation, limits};
@@ -70,6 +70,12 @@ pub(crate) fn document_for(kind: crate::store::StoreKind) -> CapabilitiesDocumen
         max_retrieve_leads: agent::MAX_RETRIEVE_LEADS as usize,
         max_retrieve_references: agent::MAX_RETRIEVE_REFERENCES,
         max_retrieve_evidence_bytes: agent::MAX_RETRIEVE_EVIDENCE_BYTES as usize,
+        max_source_items: 0,
+        max_projection_items: 0,
+        max_feedback_items: 0,
+        source_sync: SourceSyncCapabilities::none(),
+        cited_projections: CitedProjectionCapabilities::none(),
+        retrieval_feedback: RetrievalFeedbackCapabilities::none(),
         max_recall_evidence_excerpts_per_claim: limits::MAX_RECALL_EVIDENCE_EXCERPTS_PER_CLAIM,
         max_history_items: limits::MAX_HISTORY_ITEMS,
         max_relation_list_items: limits::MAX_RELATION_LIST_ITEMS,
