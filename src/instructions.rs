@@ -14,7 +14,7 @@ use crate::protocol::admin::{InstructionConcept, InstructionDocument, Instructio
 use crate::protocol::{Operation, PROTOCOL_VERSION, limits};
 
 /// Version of the instruction set (bumped when the normative rules change).
-pub const INSTRUCTION_SET_VERSION: u32 = 10;
+pub const INSTRUCTION_SET_VERSION: u32 = 11;
 /// Upper bound on the rendered Markdown, so it fits comfortably in an agent's context.
 pub const MAX_MARKDOWN_BYTES: usize = 10_000;
 
@@ -25,8 +25,8 @@ const INTRO: &str = "Memoree keeps cited project memory on this machine. Talk to
 const WORKFLOW: &[&str] = &[
     "Call `capabilities` once per session; its operations and limits outrank these notes.",
     "Work in the ambient context (session or project marker): omit `context` and read the resolved one in each response.",
-    "Before relying on memory, ask `memory.recall` a focused question at `horizon: \"ambient\"`.",
-    "Use `search` for ranked references or history, `context.build` for a byte-bounded bundle to hand to a model.",
+    "Before relying on memory, ask `memory.retrieve` the user's question at `horizon: \"ambient\"`: qualified recall, plus `recovery` evidence only when no claim qualified.",
+    "Use `memory.recall` for qualified results alone, `memory.probe` for leads to what did not qualify, `search` for ranked references or history, `context.build` for a byte-bounded bundle to hand to a model.",
     "Check `ok` on every envelope; on failure act on `error.code` and retry only when `retryable` is true.",
     "Open a cited source with `artifact.get` by exact `artifact_id` and `revision_id` before depending on its details.",
     "Only when ambient results fall short and the task justifies it, send one separate `workspace` or `personal` request with a `reason`.",
@@ -83,7 +83,7 @@ const RULES: &[InstructionRule] = &[
     ),
     must(
         "qualified-retrieval",
-        "A hit counts only when it matches enough of the query's content words (function and question words do not count; identifiers, numbers and quoted phrases weigh most; `ranking.qualification` shows how each matched). `near_misses` matched too little: never treat them as answers. On `none`, reword with the words memory would use, drop a word, or quote an exact phrase; follow `query_analysis.advice`.",
+        "A hit counts only when it matches enough of the query's content words (function and question words do not count; identifiers, numbers and quoted phrases weigh most; `ranking.qualification` shows how each matched). `near_misses`, probe leads and retrieve `recovery` evidence did not qualify: check them against the question, never treat them as answers. On `none`, reword with the words memory would use, drop a word, or quote an exact phrase; follow `query_analysis.advice`.",
     ),
     must(
         "idempotent-mutations",
@@ -209,7 +209,7 @@ const CONCEPTS: &[InstructionConcept] = &[
     ),
     concept(
         "recall",
-        "`memory.recall`, the usual first read: current claims with inline evidence, plus separate artifact references.",
+        "`memory.recall` returns current claims with inline evidence, plus separate artifact references; `memory.retrieve` runs it first and, only without a qualified claim, adds a bounded packet of exact `unqualified_evidence` spans.",
     ),
     concept(
         "remember command",
@@ -420,7 +420,7 @@ mod tests {
     #[test]
     fn the_json_document_carries_the_same_definition() {
         let doc = serde_json::to_value(document()).unwrap();
-        assert_eq!(doc["instruction_set_version"], 10);
+        assert_eq!(doc["instruction_set_version"], 11);
         assert_eq!(doc["invocation"]["command"], "memoree call");
         assert_eq!(doc["rules"].as_array().unwrap().len(), 27);
         assert_eq!(doc["rules"][24]["level"], "should");

@@ -31,9 +31,10 @@ fn initialize_negotiates_the_protocol_version() {
         assert_eq!(result["protocolVersion"], agreed, "{requested}: {reply}");
         assert_eq!(result["serverInfo"]["name"], "memoree");
         assert!(result["instructions"].as_str().unwrap().contains("`recall`"));
+        assert!(result["instructions"].as_str().unwrap().contains("`memory_retrieve`"));
         assert!(result["capabilities"]["tools"].is_object() && result["capabilities"]["resources"].is_object());
         let listed = server.request(1, "tools/list", json!({}));
-        assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 19, "{requested}");
+        assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 21, "{requested}");
         let (_, _, status) = server.finish();
         assert!(status.success(), "{requested}: {status}");
     }
@@ -87,7 +88,7 @@ fn malformed_json_rpc_gets_json_rpc_errors_and_the_session_goes_on() {
     );
     server.send_raw(&huge);
     let still = server.request(46, "tools/list", json!({}));
-    assert_eq!(still["result"]["tools"].as_array().unwrap().len(), 19);
+    assert_eq!(still["result"]["tools"].as_array().unwrap().len(), 21);
     let (lines, _, status) = server.finish();
     assert!(status.success());
     let oversize = lines
@@ -116,7 +117,7 @@ fn a_cancelled_long_call_gets_no_response_and_the_server_keeps_serving() {
     let pong = server.request(11, "ping", json!({}));
     assert!(pong["result"].is_object(), "{pong}");
     let listed = server.request(12, "tools/list", json!({}));
-    assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 19);
+    assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 21);
 
     daemon.signal(rustix::process::Signal::CONT);
     let after = server.request(13, "tools/call", call_params("doctor", json!({})));

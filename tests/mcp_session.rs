@@ -10,8 +10,10 @@ use serde_json::{Value, json};
 use crate::mcp_support::{Mcp, call, connect, connect_with, failed, ok, put_args, summary};
 use crate::support::TempHome;
 
-const TOOL_NAMES: [&str; 19] = [
+const TOOL_NAMES: [&str; 21] = [
+    "memory_retrieve",
     "recall",
+    "memory_probe",
     "search",
     "context_build",
     "artifact_put",
@@ -67,7 +69,7 @@ async fn checked(mcp: &Mcp, catalog: &BTreeMap<String, Tool>, tool: &str, argume
 }
 
 #[tokio::test]
-async fn the_server_lists_nineteen_tools_with_valid_schemas_and_honest_annotations() {
+async fn the_server_lists_twenty_one_tools_with_valid_schemas_and_honest_annotations() {
     let home = TempHome::new();
     let mcp = connect(&home).await;
     let info = mcp.peer_info().unwrap();
@@ -75,6 +77,10 @@ async fn the_server_lists_nineteen_tools_with_valid_schemas_and_honest_annotatio
     let instructions = info.instructions.clone().unwrap();
     assert!(
         instructions.contains("`recall`") && instructions.contains("untrusted"),
+        "{instructions}"
+    );
+    assert!(
+        instructions.contains("`memory_retrieve`") && instructions.contains("never treat it as an answer"),
         "{instructions}"
     );
     assert!(info.capabilities.tools.is_some() && info.capabilities.resources.is_some());
@@ -165,6 +171,37 @@ async fn a_full_session_puts_asserts_recalls_builds_context_revises_and_sees_a_c
     let citation = found["evidence"][0]["citation"].as_str().unwrap().to_owned();
     assert_eq!(citation, format!("memoree://artifact/{art}@{rev}#0-{}", span.len()));
 
+    // The agent path: the same qualified claim, and no recovery packet beside it.
+    let retrieved = checked(
+        &mcp,
+        &catalog,
+        "memory_retrieve",
+        json!({"query": "when do deploys happen tuesdays"}),
+    )
+    .await;
+    assert_eq!(retrieved["presence"], "claims", "{retrieved}");
+    assert_eq!(retrieved["claims"][0]["claim_id"], claim_id, "{retrieved}");
+    assert!(retrieved.get("recovery").is_none(), "{retrieved}");
+    // Nothing qualifies: the recovery packet holds the claim's exact evidence, labelled
+    // unqualified, and the next action is to re-ask in memory's words.
+    let recovered = checked(
+        &mcp,
+        &catalog,
+        "memory_retrieve",
+        json!({"query": "deploys during winter holidays calendar"}),
+    )
+    .await;
+    assert_eq!(recovered["claims"], json!([]), "{recovered}");
+    assert_eq!(
+        recovered["next_action"]["action"], "requery_with_stored_vocabulary",
+        "{recovered}"
+    );
+    let evidence = recovered["recovery"]["evidence"].as_array().unwrap();
+    assert_eq!(evidence.len(), 1, "{recovered}");
+    assert_eq!(evidence[0]["retrieval_tier"], "unqualified_evidence");
+    assert_eq!(evidence[0]["content"], span);
+    assert_eq!(evidence[0]["citation"], citation);
+
     // The citation is readable as a resource: exactly the cited bytes.
     let read = mcp
         .read_resource(ReadResourceRequestParams::new(citation.clone()))
@@ -240,6 +277,7 @@ async fn a_full_session_puts_asserts_recalls_builds_context_revises_and_sees_a_c
 
     for (tool, arguments) in [
         ("search", json!({"query": "deploys"})),
+        ("memory_probe", json!({"query": "deploys"})),
         ("artifact_get", json!({"artifact_id": art, "revision_id": rev})),
         ("artifact_history", json!({"artifact_id": art})),
         ("claim_get", json!({"claim_id": claim_id})),

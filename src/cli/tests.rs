@@ -71,6 +71,9 @@ fn the_command_tree_offers_every_wrapper() {
         "memoree conflict list",
         "memoree search",
         "memoree recall",
+        "memoree retrieve",
+        "memoree probe",
+        "memoree citation get",
         "memoree remember",
         "memoree checkpoint",
         "memoree pending list",
@@ -110,6 +113,9 @@ fn defaults_follow_the_command_table() {
     assert!(Cli::try_parse_from(["memoree", "inspect"]).is_ok());
     assert!(Cli::try_parse_from(["memoree", "inspect", "--listen", "127.0.0.1:8765", "--open"]).is_ok());
     assert!(Cli::try_parse_from(["memoree", "inspect", "--write"]).is_err());
+    assert!(Cli::try_parse_from(["memoree", "retrieve"]).is_err());
+    assert!(Cli::try_parse_from(["memoree", "probe", "q", "--reformulation", "r"]).is_err());
+    assert!(Cli::try_parse_from(["memoree", "retrieve", "q", "--original-query", "r"]).is_err());
 }
 
 /// The request a wrapper builds for `args`, captured instead of sent.
@@ -280,6 +286,47 @@ fn every_wrapper_builds_a_request_its_schemas_accept() {
             "--max-excerpt-bytes",
             "64",
         ],
+        &["retrieve", "why", "did", "it", "fail"],
+        &[
+            "retrieve",
+            "why did it fail",
+            "--reformulation",
+            "failure cause",
+            "--horizon",
+            "workspace",
+            "--reason",
+            "r",
+            "--max-claims",
+            "2",
+            "--max-artifact-refs",
+            "4",
+            "--max-excerpt-bytes",
+            "64",
+            "--max-recovery-leads",
+            "3",
+            "--max-recovery-bytes",
+            "2048",
+            "--min-commit-seq",
+            "0",
+            "--no-recency",
+            "--profile",
+        ],
+        &["probe", "failure", "cause"],
+        &[
+            "probe",
+            "failure cause",
+            "--original-query",
+            "why did it fail",
+            "--horizon",
+            "personal",
+            "--reason",
+            "r",
+            "--max-leads",
+            "4",
+            "--min-commit-seq",
+            "0",
+            "--no-recency",
+        ],
         &["capabilities"],
         &["instructions", "--format", "claude-md"],
         &["schema"],
@@ -324,6 +371,29 @@ fn wrappers_map_flags_onto_the_wire_spellings() {
             request["input"]["max_artifact_refs"].as_i64()
         ),
         (Some(5), Some(3))
+    );
+    let request = built_request(&["retrieve", "two", "words"]);
+    assert_eq!(request["op"], "memory.retrieve");
+    assert_eq!(
+        request["input"],
+        json!({"query": "two words", "horizon": "ambient", "max_claims": 5, "max_artifact_refs": 3,
+               "max_excerpt_bytes": 320, "max_recovery_leads": 8, "max_recovery_bytes": 12288,
+               "recency": {"enabled": true}, "profile": false})
+    );
+    let request = built_request(&["retrieve", "q", "--reformulation", "r q", "--no-recency", "--profile"]);
+    assert_eq!(request["input"]["reformulation"], "r q");
+    assert_eq!(request["input"]["recency"], json!({"enabled": false}));
+    assert_eq!(request["input"]["profile"], true);
+    let request = built_request(&["probe", "two", "words"]);
+    assert_eq!(request["op"], "memory.probe");
+    assert_eq!(
+        request["input"],
+        json!({"query": "two words", "horizon": "ambient", "max_leads": 8, "recency": {"enabled": true}})
+    );
+    let request = built_request(&["probe", "q", "--original-query", "the question", "--max-leads", "2"]);
+    assert_eq!(
+        (&request["input"]["original_query"], &request["input"]["max_leads"]),
+        (&json!("the question"), &json!(2))
     );
     let request = built_request(&["context", "build", "q"]);
     assert_eq!(request["input"]["max_bytes"], 16384);

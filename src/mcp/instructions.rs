@@ -4,8 +4,9 @@
 //! The workflow, rules and concepts are taken as written, with operation names replaced by
 //! tool names. Items about things an MCP session does not have (the `memoree call`
 //! envelope, CLI-only commands, operations that are not tools) are dropped rather than
-//! rewritten, and a short MCP section says what differs: tool errors, automatic
-//! idempotency keys, ambient context, citations as resources.
+//! rewritten, and a short MCP section names the agent path (`memory_retrieve`: qualified
+//! recall, and unqualified evidence to check only when nothing qualified) and says what
+//! differs: tool errors, automatic idempotency keys, ambient context, citations as resources.
 //!
 //! **Invariant:** the text names only tools that exist, never an operation's wire name
 //! where a tool stands for it, and stays under [`MAX_BYTES`].
@@ -60,6 +61,7 @@ pub fn text(window: Duration) -> String {
     }
     out.push_str(&format!(
         "\n## Over MCP\n\n\
+         - Ask memory through `memory_retrieve` with the user's question as `query`: its claims and `presence` are qualified recall. Only when no claim qualified it adds `recovery`, a bounded packet of exact `unqualified_evidence` spans that may be unrelated: check each against the question before using it, never treat it as an answer, and follow `next_action` to re-ask in memory's words.\n\
          - Reach memory only through these tools; never read or edit Memoree's data directory, database or blob files.\n\
          - A failed operation is a tool error (`isError`) whose structured content is the v1 failure envelope: act on `error.code`, follow `error.hint`, retry only when `error.retryable` is true.\n\
          - Mutation tools take an optional `idempotency_key`; pass one for any write you may retry. Without one, an identical call from this session within {} s replays the first write; later or different calls write anew.\n\
@@ -102,6 +104,9 @@ mod tests {
         }
         for phrase in [
             "`recall`",
+            "`memory_retrieve`",
+            "`memory_probe`",
+            "never treat it as an answer",
             "`artifact_put`",
             "`claim_assert`",
             "untrusted reference material",

@@ -5,7 +5,7 @@
 //! demand), so any number of MCP sessions share a single writer. Stdout carries only
 //! JSON-RPC messages (`transport.rs` is its only writer); logs go to stderr.
 //!
-//! - `tools.rs` — the nineteen tools, schemas derived from `spec/v1/schema/`, annotations.
+//! - `tools.rs` — the twenty-one tools, schemas derived from `spec/v1/schema/`, annotations.
 //! - `server.rs` — the rmcp `ServerHandler`: tools, resources, roots, cancellation.
 //! - `daemon.rs` — the one seam to the daemon client (pooled sessions, autostart).
 //! - `context.rs` — ambient context: `MEMOREE_CONTEXT`, host roots, working directory.

@@ -111,6 +111,36 @@ pub fn describe(op: Operation, result: &Value) -> String {
             more(result, "artifact_refs_truncated"),
             count(result, "conflicts"),
         ),
+        Operation::MemoryRetrieve => {
+            let qualified = format!(
+                "presence {}; {} claim(s){}, {} artifact reference(s), {} conflict(s)",
+                text(result, "presence"),
+                count(result, "claims"),
+                more(result, "claims_truncated"),
+                count(result, "artifact_refs"),
+                count(result, "conflicts"),
+            );
+            match result.get("recovery") {
+                Some(recovery) => format!(
+                    "{qualified}; recovery: {} unqualified evidence span(s) to check, not answers{}",
+                    count(recovery, "evidence"),
+                    more(recovery, "references_truncated"),
+                ),
+                None => qualified,
+            }
+        }
+        Operation::MemoryProbe => format!(
+            "{} lead(s) of {} available, unqualified candidates, not answers{}",
+            count(result, "leads"),
+            result["available_count"],
+            more(result, "truncated")
+        ),
+        Operation::CitationGet => format!(
+            "{} byte(s) of {}{}",
+            result["byte_count"],
+            text(result, "citation"),
+            more(result, "truncated")
+        ),
         Operation::Search => format!(
             "{} hit(s) at horizon {}{}",
             count(result, "hits"),
@@ -249,6 +279,28 @@ mod tests {
         let meta = &out.meta.unwrap().0[ENVELOPE_META];
         assert_eq!(meta["commit_seq"], 4);
         assert_eq!(meta["request_id"], "req_1");
+    }
+
+    #[test]
+    fn retrieve_and_probe_summaries_say_recovery_and_leads_are_not_answers() {
+        let qualified = json!({"presence": "claims", "claims": [{}], "claims_truncated": false,
+                               "artifact_refs": [], "conflicts": []});
+        assert_eq!(
+            describe(Operation::MemoryRetrieve, &qualified),
+            "presence claims; 1 claim(s), 0 artifact reference(s), 0 conflict(s)"
+        );
+        let recovered = json!({"presence": "none", "claims": [], "artifact_refs": [], "conflicts": [],
+                               "recovery": {"evidence": [{}, {}], "references_truncated": true}});
+        assert_eq!(
+            describe(Operation::MemoryRetrieve, &recovered),
+            "presence none; 0 claim(s), 0 artifact reference(s), 0 conflict(s); recovery: 2 unqualified \
+             evidence span(s) to check, not answers (truncated: more exist)"
+        );
+        let probe = json!({"leads": [{}], "available_count": 1, "truncated": false});
+        assert_eq!(
+            describe(Operation::MemoryProbe, &probe),
+            "1 lead(s) of 1 available, unqualified candidates, not answers"
+        );
     }
 
     #[test]

@@ -19,10 +19,10 @@ from mcp.client.client import Client
 BINARY, HOME, PROJECT = sys.argv[1:4]
 
 TOOLS = {
-    "recall", "search", "context_build", "artifact_put", "artifact_get", "citation_get", "artifact_revise",
-    "artifact_history", "artifact_forget", "claim_assert", "claim_get", "claim_revise",
-    "claim_retract", "claim_history", "relation_put", "relation_list", "conflict_list",
-    "capabilities", "doctor",
+    "memory_retrieve", "recall", "memory_probe", "search", "context_build", "artifact_put",
+    "artifact_get", "citation_get", "artifact_revise", "artifact_history", "artifact_forget",
+    "claim_assert", "claim_get", "claim_revise", "claim_retract", "claim_history", "relation_put",
+    "relation_list", "conflict_list", "capabilities", "doctor",
 }
 
 checks = 0
@@ -95,6 +95,12 @@ async def session(mode, tag):
         check(len(found) == 1, f"recall finds the claim: {recalled}")
         citation = found[0]["evidence"][0]["citation"]
         check(citation == f"memoree://artifact/{art}@{rev}#0-{len(span.encode())}", citation)
+
+        retrieved = await ok(client, schemas, "memory_retrieve", {"query": f"backups nightly {tag}"})
+        check(retrieved["presence"] == "claims" and "recovery" not in retrieved, f"memory_retrieve: {retrieved}")
+        check(claim["claim_id"] in [c["claim_id"] for c in retrieved["claims"]], f"memory_retrieve: {retrieved}")
+        probed = await ok(client, schemas, "memory_probe", {"query": f"backups {tag}"})
+        check(probed["retrieval_tier"] == "unqualified_candidate", f"memory_probe: {probed}")
 
         read = await client.read_resource(citation)
         check(read.contents[0].text == span, f"citation text: {read.contents[0]}")

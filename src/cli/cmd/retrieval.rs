@@ -1,6 +1,7 @@
-//! `memoree search`, `memoree recall` and `memoree context build`: the three retrieval
-//! wrappers. Query words are joined with single spaces; `--no-recency` turns the bounded
-//! recency rerank off for one request.
+//! `memoree search`, `memoree recall`, `memoree retrieve`, `memoree probe` and `memoree
+//! context build`: the retrieval wrappers. Query words are joined with single spaces;
+//! `--no-recency` turns the bounded recency rerank off for one request. Each sends the
+//! ambient context like every horizon read.
 
 use clap::Args;
 
@@ -9,6 +10,9 @@ use crate::cli::GlobalArgs;
 use crate::cli::error::{CliError, CliResult};
 use crate::cli::request::Call;
 use crate::protocol::Response;
+use crate::protocol::agent::{
+    MAX_PROBE_LEADS, MAX_RETRIEVE_EVIDENCE_BYTES, MAX_RETRIEVE_LEADS, ProbeInput, RetrieveInput,
+};
 use crate::protocol::retrieval::{ContextBuildInput, RecallInput, RecencyInput, SearchInput};
 
 /// Flags every retrieval wrapper shares besides the horizon.
@@ -28,6 +32,20 @@ impl Freshness {
             enabled: !self.no_recency,
         }
     }
+}
+
+/// The bounds of recall's qualified answer, shared by `recall` and `retrieve`.
+#[derive(Debug, Args)]
+struct RecallBounds {
+    /// Maximum claims (1 to 10).
+    #[arg(long, default_value_t = 5)]
+    max_claims: i64,
+    /// Maximum artifact references (1 to 20).
+    #[arg(long, default_value_t = 3)]
+    max_artifact_refs: i64,
+    /// Byte cap per excerpt (1 to 1024).
+    #[arg(long, default_value_t = 320)]
+    max_excerpt_bytes: i64,
 }
 
 /// Full-text search over artifacts and claims in the ambient scope.
@@ -59,21 +77,62 @@ pub struct RecallArgs {
     query: Vec<String>,
     #[command(flatten)]
     horizon: HorizonFlags,
-    /// Maximum claims (1 to 10).
-    #[arg(long, default_value_t = 5)]
-    max_claims: i64,
-    /// Maximum artifact references (1 to 20).
-    #[arg(long, default_value_t = 3)]
-    max_artifact_refs: i64,
-    /// Byte cap per excerpt (1 to 1024).
-    #[arg(long, default_value_t = 320)]
-    max_excerpt_bytes: i64,
+    #[command(flatten)]
+    bounds: RecallBounds,
     /// Unqualified claim candidates to show apart from the claims (0 to 16; suggestions only).
     #[arg(long, default_value_t = 0)]
     max_candidate_claims: i64,
     /// Unqualified artifact candidates to show apart from the references (0 to 16).
     #[arg(long, default_value_t = 0)]
     max_candidate_artifact_refs: i64,
+    #[command(flatten)]
+    freshness: Freshness,
+}
+
+/// Recall, plus exact unqualified evidence to check when no claim qualified (never an answer).
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  memoree retrieve how are requests framed\n  \
+                        memoree retrieve why did the deploy fail --reformulation 'deploy failure cause' --max-recovery-bytes 4096")]
+pub struct RetrieveArgs {
+    /// The query words (the question; only these qualify an answer).
+    #[arg(required = true)]
+    query: Vec<String>,
+    /// One rewording of the question that routes recovery only (never qualifies).
+    #[arg(long)]
+    reformulation: Option<String>,
+    #[command(flatten)]
+    horizon: HorizonFlags,
+    #[command(flatten)]
+    bounds: RecallBounds,
+    /// Leads recovery follows (1 to 8).
+    #[arg(long, default_value_t = MAX_RETRIEVE_LEADS)]
+    max_recovery_leads: i64,
+    /// Byte budget of the recovery evidence (1 to 12288).
+    #[arg(long, default_value_t = MAX_RETRIEVE_EVIDENCE_BYTES)]
+    max_recovery_bytes: i64,
+    #[command(flatten)]
+    freshness: Freshness,
+    /// Add stage durations and counts (never content).
+    #[arg(long)]
+    profile: bool,
+}
+
+/// Leads to the unqualified candidates of a query: titles and exact citations, no content.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  memoree probe deploy failure cause\n  \
+                        memoree probe deploy failure cause --original-query 'why did the deploy fail' --max-leads 4")]
+pub struct ProbeArgs {
+    /// The query words the candidates are routed by.
+    #[arg(required = true)]
+    query: Vec<String>,
+    /// The question the query rewords, when it does.
+    #[arg(long)]
+    original_query: Option<String>,
+    #[command(flatten)]
+    horizon: HorizonFlags,
+    /// Maximum leads (1 to 8).
+    #[arg(long, default_value_t = MAX_PROBE_LEADS)]
+    max_leads: i64,
     #[command(flatten)]
     freshness: Freshness,
 }
@@ -118,13 +177,44 @@ pub(crate) fn recall(args: RecallArgs, global: &GlobalArgs) -> CliResult<Respons
         query: args.query.join(" "),
         horizon: args.horizon.horizon,
         reason: args.horizon.reason,
-        max_claims: args.max_claims,
-        max_artifact_refs: args.max_artifact_refs,
-        max_excerpt_bytes: args.max_excerpt_bytes,
+        max_claims: args.bounds.max_claims,
+        max_artifact_refs: args.bounds.max_artifact_refs,
+        max_excerpt_bytes: args.bounds.max_excerpt_bytes,
         min_commit_seq: args.freshness.min_commit_seq,
         recency: args.freshness.recency(),
         max_candidate_claims: args.max_candidate_claims,
         max_candidate_artifact_refs: args.max_candidate_artifact_refs,
+    };
+    Call::new(input).send(global)
+}
+
+pub(crate) fn retrieve(args: RetrieveArgs, global: &GlobalArgs) -> CliResult<Response> {
+    let input = RetrieveInput {
+        query: args.query.join(" "),
+        reformulation: args.reformulation,
+        horizon: args.horizon.horizon,
+        reason: args.horizon.reason,
+        max_claims: args.bounds.max_claims,
+        max_artifact_refs: args.bounds.max_artifact_refs,
+        max_excerpt_bytes: args.bounds.max_excerpt_bytes,
+        max_recovery_leads: args.max_recovery_leads,
+        max_recovery_bytes: args.max_recovery_bytes,
+        min_commit_seq: args.freshness.min_commit_seq,
+        recency: args.freshness.recency(),
+        profile: args.profile,
+    };
+    Call::new(input).send(global)
+}
+
+pub(crate) fn probe(args: ProbeArgs, global: &GlobalArgs) -> CliResult<Response> {
+    let input = ProbeInput {
+        query: args.query.join(" "),
+        original_query: args.original_query,
+        horizon: args.horizon.horizon,
+        reason: args.horizon.reason,
+        max_leads: args.max_leads,
+        min_commit_seq: args.freshness.min_commit_seq,
+        recency: args.freshness.recency(),
     };
     Call::new(input).send(global)
 }
