@@ -54,8 +54,10 @@ struct Args {
     /// need no fresh store run, the others are reported as skipped.
     #[arg(long, value_name = "URL")]
     endpoint: Option<String>,
-    /// `v1`: only what protocol v1 requires; `all`: Memoree's own choices too.
-    #[arg(long, default_value = "all", value_name = "v1|all")]
+    /// `v1`: only what protocol v1 requires; `v1.7`: that and what the reference's v0.7.1
+    /// facts describe (retrieve, probe, citation.get, the newer result fields); `all`:
+    /// Memoree's own choices too.
+    #[arg(long, default_value = "all", value_name = "v1|v1.7|all")]
     level: String,
     /// Runs only trials whose name (`v1/artifact/put_text::daemon`) matches this regex.
     #[arg(long, value_name = "RE")]
@@ -131,7 +133,7 @@ fn run(args: Args) -> Result<ExitCode, String> {
         reference,
         later,
         ours: OurSchemas::MemoreeLevelOnly,
-        wording: level != LevelFilter::V1,
+        wording: level == LevelFilter::All,
     });
     let catalog = Arc::new(Catalog::embedded(embedded::FILES));
     let options = PlanOptions { level, update: None };

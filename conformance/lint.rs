@@ -265,7 +265,11 @@ fn check_quotes(catalog: &Catalog, shared: &Path) -> Result<(), String> {
     // The quoted documents live outside the repository (`../shared`): without them the check
     // is skipped visibly, and fails in strict mode (CI).
     let test = "lint/v1_bases_are_real_quotes_of_the_protocol_or_the_facts_sheet";
-    for document in ["machine-protocol-v1.txt", "reference-facts.md"] {
+    for document in [
+        "machine-protocol-v1.txt",
+        "reference-facts.md",
+        "reference-facts-v0.7.md",
+    ] {
         let path = shared.join(document);
         if !path.is_file() {
             parts::skip(Part::Shared, test, &format!("{} is absent", path.display()));
@@ -274,12 +278,14 @@ fn check_quotes(catalog: &Catalog, shared: &Path) -> Result<(), String> {
     }
     let protocol = comparable(&read(&shared.join("machine-protocol-v1.txt"))?);
     let facts = comparable(&read(&shared.join("reference-facts.md"))?);
+    let later_facts = comparable(&read(&shared.join("reference-facts-v0.7.md"))?);
     let mut problems = Vec::new();
     for item in &items {
         for basis in &item.citations {
             let (document, name) = match basis.source {
                 Source::Protocol => (&protocol, "machine-protocol-v1.txt"),
                 Source::Facts => (&facts, "reference-facts.md"),
+                Source::FactsV07 => (&later_facts, "reference-facts-v0.7.md"),
                 Source::Divergence => continue,
             };
             if !document.contains(&comparable(&basis.text)) {
@@ -396,7 +402,7 @@ fn check_coverage(catalog: &Catalog) -> Result<(), String> {
         for case in cases {
             match names.get(case) {
                 Some(Level::V1) => {}
-                Some(Level::Memoree) => problems.push(format!("limit {limit}: {case} is not a v1 case")),
+                Some(Level::Memoree | Level::V17) => problems.push(format!("limit {limit}: {case} is not a v1 case")),
                 None => problems.push(format!("limit {limit}: no case {case}")),
             }
         }

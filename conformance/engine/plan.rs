@@ -16,6 +16,8 @@ use super::transport::Transport;
 pub enum LevelFilter {
     /// Only `v1`-level trials: what another v1 implementation must pass.
     V1,
+    /// `v1` and `v1.7` trials: what an implementation of the reference's v0.7.1 must pass.
+    V17,
     /// Every trial, Memoree's own choices included.
     All,
 }
@@ -24,15 +26,20 @@ impl LevelFilter {
     pub fn parse(text: &str) -> Result<LevelFilter, String> {
         match text {
             "v1" => Ok(LevelFilter::V1),
+            "v1.7" => Ok(LevelFilter::V17),
             "all" => Ok(LevelFilter::All),
-            other => Err(format!("--level must be v1 or all, not {other:?}")),
+            other => Err(format!("--level must be v1, v1.7 or all, not {other:?}")),
         }
     }
 
     /// Whether a trial at `level` is selected; a file that failed to load (no level) always is,
     /// so a broken case fails loudly instead of disappearing.
     pub fn selects(self, level: Option<Level>) -> bool {
-        self == LevelFilter::All || level.is_none_or(|l| l == Level::V1)
+        match self {
+            LevelFilter::V1 => level.is_none_or(|l| l == Level::V1),
+            LevelFilter::V17 => level.is_none_or(|l| l != Level::Memoree),
+            LevelFilter::All => true,
+        }
     }
 }
 

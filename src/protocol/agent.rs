@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::retrieval::{
     ConflictSummary, QueryAnalysis, RecallClaimStatus, RecallEvidenceReference, RecallPresence, RecencyInput,
+    default_max_artifact_refs, default_max_claims, default_max_excerpt_bytes,
 };
 use super::{Horizon, Input, Label, Operation};
 use crate::protocol::claim::ClaimType;
@@ -45,18 +46,6 @@ fn default_max_recovery_leads() -> i64 {
 
 fn default_max_recovery_bytes() -> i64 {
     MAX_RETRIEVE_EVIDENCE_BYTES
-}
-
-fn default_max_claims() -> i64 {
-    5
-}
-
-fn default_max_artifact_refs() -> i64 {
-    3
-}
-
-fn default_max_excerpt_bytes() -> i64 {
-    320
 }
 
 /// `memory.probe`: the unqualified candidates of one query, grouped into leads of exact

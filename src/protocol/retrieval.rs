@@ -21,15 +21,15 @@ fn default_search_limit() -> i64 {
     10
 }
 
-fn default_max_claims() -> i64 {
+pub(super) fn default_max_claims() -> i64 {
     5
 }
 
-fn default_max_artifact_refs() -> i64 {
+pub(super) fn default_max_artifact_refs() -> i64 {
     3
 }
 
-fn default_max_excerpt_bytes() -> i64 {
+pub(super) fn default_max_excerpt_bytes() -> i64 {
     320
 }
 

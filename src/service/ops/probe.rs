@@ -6,7 +6,8 @@
 //! Leads follow the reference's order (facts v0.7 §3): the two near-miss partitions are
 //! interleaved claim first; claims are grouped by their first evidence revision and
 //! artifacts by revision, the first candidate of a group winning; an artifact lead whose
-//! passage overlaps a claim lead's evidence in the same revision is dropped; then up to
+//! cited bytes (its passage, or the whole of a short text) overlap a claim lead's evidence
+//! in the same revision is dropped; then up to
 //! `max_leads - 2` claim leads, up to two artifact leads, and the rest of each side.
 //!
 //! Every locator and title is read through the grant: evidence in a workspace outside it
@@ -15,7 +16,7 @@
 use std::collections::HashSet;
 
 use super::candidates::Examined;
-use super::search::{Kinds, SearchRequest, Source, artifact_excerpt, evidence_citation};
+use super::search::{Kinds, SearchRequest, Source, artifact_citation, artifact_excerpt, evidence_citation};
 use crate::protocol::agent::{
     LocatorOrigin, MAX_LEAD_SOURCE_BYTES, MAX_LEAD_SOURCES, MAX_PROBE_LEADS, MAX_PROBE_TITLE_BYTES, ProbeInput,
     ProbeLead, ProbeResult, ProbeSource,
@@ -145,10 +146,10 @@ pub(super) fn leads(
     let mut groups: Vec<Group> = Vec::new();
     let mut seen: HashSet<(bool, String)> = HashSet::new();
     for (index, examined) in claim_side.enumerate() {
-        if let Some(group) = claim_group(service, conn, 2 * index, examined)? {
-            if seen.insert((true, group.key.clone())) {
-                groups.push(group);
-            }
+        if let Some(group) = claim_group(service, conn, 2 * index, examined)?
+            && seen.insert((true, group.key.clone()))
+        {
+            groups.push(group);
         }
     }
     for (index, examined) in artifact_side.enumerate() {
@@ -291,21 +292,33 @@ fn claim_group(service: &Service, conn: Db<'_>, rank: usize, examined: &Examined
     }))
 }
 
-/// An artifact near miss as a lead: the passage its match lies in (`artifact_exact`), or
-/// the whole revision when it is cited whole (`revision_only`).
+/// An artifact near miss as a lead: the exact bytes its match lies in (`artifact_exact`):
+/// the cited passage of a long text, the whole text of a short one (what the reference's
+/// one-chunk citation names); a body that is not exact text is only its revision
+/// (`revision_only`).
 fn artifact_group(plan: &Plan, rank: usize, examined: &Examined) -> Option<Group> {
     let Source::Artifact(row) = &examined.source else {
         return None;
     };
     let shown = artifact_excerpt(plan, row, examined.body.as_ref());
-    let ranges = shown
-        .passage
-        .map(|p| {
+    let whole_text = examined
+        .body
+        .as_ref()
+        .filter(|body| body.exact_bytes && !body.text.is_empty())
+        .map(|body| (0, body.text.len()));
+    let range = shown.passage.map(|p| p.cited).or(whole_text);
+    let revision = artifact_citation(&row.artifact_id, &row.revision_id);
+    let (citation, locator_origin) = match range {
+        Some((start, end)) => (format!("{revision}#{start}-{end}"), LocatorOrigin::ArtifactExact),
+        None => (revision, LocatorOrigin::RevisionOnly),
+    };
+    let ranges = range
+        .map(|(start, end)| {
             vec![(
                 row.artifact_id.to_string(),
                 row.revision_id.to_string(),
-                p.cited.0 as u64,
-                p.cited.1 as u64,
+                start as u64,
+                end as u64,
             )]
         })
         .unwrap_or_default();
@@ -317,12 +330,8 @@ fn artifact_group(plan: &Plan, rank: usize, examined: &Examined) -> Option<Group
         lead: ProbeLead {
             title: lead_title(&row.title),
             sources: vec![ProbeSource {
-                locator_origin: if shown.passage.is_some() {
-                    LocatorOrigin::ArtifactExact
-                } else {
-                    LocatorOrigin::RevisionOnly
-                },
-                citation: shown.citation,
+                citation,
+                locator_origin,
                 locator_policy_version: None,
                 source_revision_hash: None,
                 parent_citation: None,

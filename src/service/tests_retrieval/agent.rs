@@ -26,8 +26,10 @@ fn cite(artifact: &Value, quote: &str) -> String {
     )
 }
 
-/// A runbook, a claim it is evidence of (both match one unit of [`QUERY`]), and an artifact
-/// that matches every unit.
+const FREEZE: &str = "No changes on friday afternoons.";
+
+/// A runbook, a claim it is evidence of, a freeze note (each matches one unit of [`QUERY`]),
+/// and an artifact that matches every unit.
 fn seeded() -> (Fixture, Value, Value, Value) {
     let f = fixture();
     let runbook = f.put(&main_ctx(), "note", "Deploy runbook", RUNBOOK);
@@ -42,6 +44,7 @@ fn seeded() -> (Fixture, Value, Value, Value) {
         "Rollback window",
         "The rollback window of friday deploys is one hour.",
     );
+    f.put(&main_ctx(), "note", "Freeze", FREEZE);
     (f, runbook, claim, answer)
 }
 
@@ -63,7 +66,8 @@ fn a_probe_leads_to_the_sources_of_unqualified_candidates_and_never_to_a_qualifi
     assert_eq!(result["probe_query"], QUERY);
     assert_eq!(result["reformulation_applied"], false);
     // The claim lead first, titled by its evidence revision and pointing at exactly the
-    // cited bytes; then the runbook itself, cited whole (it is short).
+    // cited bytes; the runbook's own lead overlaps that evidence and is dropped; then the
+    // freeze note, cited by all its bytes (it is short).
     let leads = result["leads"].as_array().unwrap();
     assert_eq!(leads.len(), 2, "{result:#}");
     assert_eq!(leads[0]["title"], "Deploy runbook");
@@ -72,7 +76,10 @@ fn a_probe_leads_to_the_sources_of_unqualified_candidates_and_never_to_a_qualifi
         json!([{"citation": cite(&runbook, "Deploys go out on Tuesdays"), "locator_origin": "claim_exact"}])
     );
     assert_eq!(leads[0]["evidence_locator_set_complete"], true);
-    assert_eq!(leads[1]["sources"][0]["locator_origin"], "revision_only");
+    assert_eq!(leads[1]["title"], "Freeze");
+    assert_eq!(leads[1]["sources"][0]["locator_origin"], "artifact_exact");
+    let citation = leads[1]["sources"][0]["citation"].as_str().unwrap();
+    assert!(citation.ends_with(&format!("#0-{}", FREEZE.len())), "{citation}");
     assert_eq!(result["available_count"], 2);
     assert_eq!(result["truncated"], false);
     // The qualified answer is recall's, not a lead.
@@ -85,7 +92,7 @@ fn a_probe_leads_to_the_sources_of_unqualified_candidates_and_never_to_a_qualifi
         json!({"query": QUERY, "max_leads": 1, "original_query": "when do we deploy?"}),
     );
     assert_eq!(one["leads"].as_array().unwrap().len(), 1);
-    assert_eq!(one["leads"][0]["sources"][0]["locator_origin"], "revision_only");
+    assert_eq!(one["leads"][0]["title"], "Freeze");
     assert_eq!(
         (one["available_count"].clone(), one["truncated"].clone()),
         (json!(2), json!(true))
