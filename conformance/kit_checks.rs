@@ -74,6 +74,22 @@ fn level_v1_lists_only_v1() -> Result<(), String> {
     }
 }
 
+fn level_v1_7_lists_v1_and_v1_7_trials_only() -> Result<(), String> {
+    let (_, listing) = kit(&["--list", "--binary", MEMOREE, "--level", "v1.7"])?;
+    let levels: BTreeSet<&str> = listing
+        .lines()
+        .filter(|l| l.contains("::"))
+        .filter_map(|line| line.split('\t').nth(1))
+        .collect();
+    if levels == BTreeSet::from(["v1", "v1.7"]) {
+        Ok(())
+    } else {
+        Err(format!(
+            "--level v1.7 lists trials of the levels {levels:?}, not v1 and v1.7"
+        ))
+    }
+}
+
 fn failure_exits_one_with_summary() -> Result<(), String> {
     let (status, stdout) = kit(&[
         "--daemon-command",
@@ -122,6 +138,9 @@ pub fn trials(catalog: Arc<Catalog>) -> Vec<Trial> {
         }),
         Trial::test("kit/level_v1_lists_only_v1_trials", || {
             level_v1_lists_only_v1().map_err(Failed::from)
+        }),
+        Trial::test("kit/level_v1_7_lists_v1_and_v1_7_trials_only", || {
+            level_v1_7_lists_v1_and_v1_7_trials_only().map_err(Failed::from)
         }),
         Trial::test("kit/a_failing_trial_exits_1_with_the_summary_line", || {
             failure_exits_one_with_summary().map_err(Failed::from)
