@@ -637,6 +637,66 @@ fn call_passes_a_newer_daemons_operation_and_error_code_through_unchanged() {
     assert!(sent.get("context").is_none_or(Value::is_null), "{sent}");
 }
 
+#[test]
+fn the_agent_commands_print_a_reference_daemons_results_and_errors_unchanged() {
+    // What a daemon written to the reference's v0.7.1 facts answers: its own query analysis
+    // shape, no field of ours, and CITATION_ERROR for a revision citation.
+    let retrieved = json!({
+        "content_is_untrusted": true, "presence": "none", "searched_horizon": "ambient",
+        "query_analysis": {"policy_version": "lexical_qualification_v2", "normalized_query": "osprey",
+                           "content_units": ["osprey"], "phrase_groups": [], "dropped_stopwords": [],
+                           "required_matches": 1},
+        "authority": {"memory_snapshot_commit_seq": 4, "retrieved_at": "2026-12-06T20:00:00Z",
+                      "qualification_policy": "deterministic_authority_only_v1",
+                      "recovery_policy": "unqualified_exact_evidence_v1", "current_source_rule": "Check the source."},
+        "claims": [], "conflicts": [], "artifact_refs": [],
+        "next_action": {"policy_version": "retrieval_next_action_v1", "reason": "no_qualified_match",
+                        "action": "requery_with_stored_vocabulary", "detail": "Re-ask.",
+                        "unmatched_units": ["osprey"], "stored_vocabulary": []}
+    });
+    let probed = json!({
+        "content_is_untrusted": true, "retrieval_tier": "unqualified_candidate", "original_query": "osprey",
+        "probe_query": "osprey", "reformulation_applied": false, "leads": [], "available_count": 0, "truncated": false
+    });
+    let answers = json!({"memory.retrieve": retrieved, "memory.probe": probed});
+    let home = TempHome::new();
+    let impostor = Impostor::start_with(&home, move |request| {
+        let id = request["request_id"].clone();
+        match answers.get(request["op"].as_str().unwrap_or_default()) {
+            Some(result) => json!({"v": 1, "request_id": id, "ok": true, "result": result, "warnings": []}),
+            None => json!({"v": 1, "request_id": id, "ok": false, "error": {
+                "code": "CITATION_ERROR", "message": "citation error (range_required): give a range",
+                "retryable": false, "details": {"citation_error": "range_required", "next_action": "Add #START-END."}}}),
+        }
+    });
+    let context = r#"{"workspace_id":"wsp_ref","project_id":"prj_ref"}"#;
+    let run = |args: &[&str]| {
+        let mut command = home.command(args);
+        command.env("MEMOREE_CONTEXT", context);
+        let output = home.output(&mut command, None);
+        let envelope: Value = serde_json::from_slice(&output.stdout).unwrap();
+        (output.status.code(), envelope)
+    };
+    let (status, envelope) = run(&["retrieve", "osprey"]);
+    assert_eq!(status, Some(0), "{envelope}");
+    assert_eq!(envelope["result"], retrieved);
+    let (status, envelope) = run(&["probe", "osprey"]);
+    assert_eq!(status, Some(0), "{envelope}");
+    assert_eq!(envelope["result"], probed);
+    let (status, envelope) = run(&["citation", "get", "memoree://artifact/art_1@arev_1"]);
+    assert_eq!(status, Some(1), "{envelope}");
+    assert_eq!(envelope["error"]["code"], "CITATION_ERROR");
+    assert_eq!(envelope["error"]["details"]["citation_error"], "range_required");
+    let sent = impostor.requests.lock().unwrap().clone();
+    let ops: Vec<&str> = sent.iter().filter_map(|r| r["op"].as_str()).collect();
+    assert_eq!(ops, ["memory.retrieve", "memory.probe", "citation.get"]);
+    assert_eq!(sent[0]["context"]["workspace_id"], "wsp_ref");
+    assert!(
+        sent[2].get("context").is_none_or(Value::is_null),
+        "citation.get needs no context"
+    );
+}
+
 impl Drop for Impostor {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
