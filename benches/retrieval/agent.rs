@@ -15,9 +15,32 @@ use serde_json::json;
 use super::{PERCENTILE_ROUNDS, percentile, read_request, request, targets};
 
 fn retrieve(query: &str) -> Request {
-    let mut request = request("memory.retrieve", json!({"query": query}));
+    retrieve_with(query, false)
+}
+
+fn retrieve_with(query: &str, profile: bool) -> Request {
+    let mut request = request("memory.retrieve", json!({"query": query, "profile": profile}));
     request.idempotency_key = None;
     request
+}
+
+/// The median of each stage of `profile: true` retrieves of `queries`:
+/// `(recall, probe, citation fetches)` in milliseconds.
+fn stages(service: &Service, queries: &[String]) -> (f64, f64, f64) {
+    let mut columns: [Vec<f64>; 3] = Default::default();
+    for query in queries {
+        let response = service.handle(retrieve_with(query, true));
+        let profile = &response.result.as_ref().expect("a retrieve result")["profile"];
+        for (column, field) in columns.iter_mut().zip(["recall_ms", "probe_ms", "citation_fetch_ms"]) {
+            column.push(profile[field].as_f64().unwrap_or_default());
+        }
+    }
+    let median = |column: &mut Vec<f64>| {
+        column.sort_by(f64::total_cmp);
+        column.get(column.len() / 2).copied().unwrap_or_default()
+    };
+    let [recall, probe, fetch] = &mut columns;
+    (median(recall), median(probe), median(fetch))
 }
 
 /// `(recall p50, retrieve p50, questions whose retrieve ran recovery)` over `queries`.
@@ -50,8 +73,10 @@ pub fn bench_retrieve(service: &Service, queries: &[String], size: usize) {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let at_target_size = size == 10_000;
     let (recall, retrieve, recovered) = interleaved(service, queries);
+    let (recall_stage, probe_stage, fetch_stage) = stages(service, queries);
     println!(
-        "  retrieve (recovery runs for {recovered}/{}) p50 {:>8.3} ms   (recall p50 {:.3} ms)",
+        "  retrieve (recovery runs for {recovered}/{}) p50 {:>8.3} ms   (recall p50 {:.3} ms; stage medians: \
+         recall {recall_stage:.3}, probe {probe_stage:.3}, fetch {fetch_stage:.3} ms)",
         queries.len(),
         ms(retrieve),
         ms(recall)

@@ -226,13 +226,7 @@ fn claim_group(service: &Service, conn: Db<'_>, rank: usize, examined: &Examined
         || row.claim_id.to_string(),
         |first| format!("{}@{}", first.artifact_id, first.revision_id),
     );
-    let first_title = match locators.first() {
-        Some(first) => match service.grant().evidence(conn, first)? {
-            Some(Reach::Visible(artifact)) => Some(artifact.title),
-            _ => None,
-        },
-        None => None,
-    };
+    let first = locators.first().cloned();
     locators.sort_by(|a, b| {
         (&a.artifact_id, &a.revision_id, a.start_byte, a.end_byte).cmp(&(
             &b.artifact_id,
@@ -242,12 +236,32 @@ fn claim_group(service: &Service, conn: Db<'_>, rank: usize, examined: &Examined
         ))
     });
     locators.dedup();
+    // One grant-checked read per distinct revision: its visibility and its title.
+    let mut revisions: Vec<(EvidenceRef, Option<String>)> = Vec::new();
+    let mut visible_title = |locator: &EvidenceRef| -> StoreResult<Option<String>> {
+        let same = |(seen, _): &&(EvidenceRef, Option<String>)| {
+            seen.artifact_id == locator.artifact_id && seen.revision_id == locator.revision_id
+        };
+        if let Some((_, title)) = revisions.iter().find(same) {
+            return Ok(title.clone());
+        }
+        let title = match service.grant().evidence(conn, locator)? {
+            Some(Reach::Visible(artifact)) => Some(artifact.title),
+            _ => None,
+        };
+        revisions.push((locator.clone(), title.clone()));
+        Ok(title)
+    };
+    let first_title = match &first {
+        Some(first) => visible_title(first)?,
+        None => None,
+    };
     let mut sources = Vec::new();
     let mut ranges = Vec::new();
     let mut ranged_bytes = 0;
     let mut complete = true;
     for locator in &locators {
-        if !matches!(service.grant().evidence(conn, locator)?, Some(Reach::Visible(_))) {
+        if visible_title(locator)?.is_none() {
             continue;
         }
         let span = locator.start_byte.zip(locator.end_byte);

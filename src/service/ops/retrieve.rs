@@ -95,7 +95,6 @@ pub(super) fn retrieve(service: &Service, call: &Call, input: RetrieveInput) -> 
     };
     let run = recall_run(service, call, &recall)?;
     let recall_ms = millis(started);
-    let analysis = analyze(&input.query).map_err(|e| ServiceError::invalid(e.to_string()))?;
     let current_source = run.result.query_analysis.retrieval_profile.intent_hint == Intent::CurrentSource.as_str();
 
     let no_claims = run.result.claims.is_empty();
@@ -110,8 +109,15 @@ pub(super) fn retrieve(service: &Service, call: &Call, input: RetrieveInput) -> 
         })?;
         probe_ms = millis(probe_started);
         let fetch_started = Instant::now();
-        let routed_analysis = analyze(&routed).map_err(|e| ServiceError::invalid(e.to_string()))?;
-        let relation = Relation::new(&[&analysis, &routed_analysis]);
+        // The question's words and the routed query's (the same analysis without a
+        // reformulation).
+        let relation = match &input.reformulation {
+            Some(_) => {
+                let asked = analyze(&input.query).map_err(|e| ServiceError::invalid(e.to_string()))?;
+                Relation::new(&[&asked, &probe_search.analysis])
+            }
+            None => Relation::new(&[&probe_search.analysis]),
+        };
         let recovery = recover(service, &leads, &relation, input.max_recovery_bytes as u64, &input);
         fetch_ms = millis(fetch_started);
         recovery
