@@ -28,7 +28,7 @@ use crate::retrieval::Plan;
 use crate::retrieval::snippet::truncate_to_char_boundary;
 use crate::service::convert::evidence_locator;
 use crate::service::grant::Reach;
-use crate::service::{Call, Output, Service, ServiceError};
+use crate::service::{Call, Output, Service, ServiceError, validate};
 use crate::store::claim::{self as store_claim, EvidenceRef};
 use crate::store::search as store_search;
 use crate::store::{Db, StoreResult};
@@ -41,10 +41,12 @@ const SEARCH_LIMIT: usize = 8;
 const RAW_SHARE: usize = 2;
 
 pub(super) fn probe(service: &Service, call: &Call, input: ProbeInput) -> Result<Output, ServiceError> {
-    let max_leads = lead_count("max_leads", input.max_leads)?;
-    if let Some(original) = &input.original_query {
-        routed_text("original_query", original)?;
-    }
+    let max_leads = validate::limit("max_leads", input.max_leads, MAX_PROBE_LEADS as usize)?;
+    validate::optional_bounded(
+        "original_query",
+        input.original_query.as_deref(),
+        limits::MAX_QUERY_BYTES,
+    )?;
     let search = probe_search(&input.query, &input, call.context()?)?;
     let leads = service.store().read_db(|conn| {
         store_search::ensure_index_ready(conn, search.min_commit_seq)?;
@@ -62,30 +64,6 @@ pub(super) fn probe(service: &Service, call: &Call, input: ProbeInput) -> Result
         available_count: leads.available,
         truncated: leads.truncated,
     })
-}
-
-/// `max_leads` / `max_recovery_leads`: 1..=8.
-pub(super) fn lead_count(field: &str, value: i64) -> Result<usize, ServiceError> {
-    if !(1..=MAX_PROBE_LEADS).contains(&value) {
-        return Err(ServiceError::invalid(format!(
-            "{field} must be between 1 and {MAX_PROBE_LEADS}, got {value}"
-        )));
-    }
-    Ok(value as usize)
-}
-
-/// A caller's second text (`original_query`, `reformulation`): non-blank, at most 8 KiB.
-pub(super) fn routed_text(field: &str, text: &str) -> Result<(), ServiceError> {
-    if text.trim().is_empty() {
-        return Err(ServiceError::invalid(format!("{field} must not be blank")));
-    }
-    if text.len() > limits::MAX_QUERY_BYTES {
-        return Err(ServiceError::invalid(format!(
-            "{field} must not exceed {} bytes",
-            limits::MAX_QUERY_BYTES
-        )));
-    }
-    Ok(())
 }
 
 /// The search a probe routes `query` through, at `input`'s horizon and snapshot.

@@ -16,18 +16,19 @@ use super::citation;
 use super::probe::{self, Leads};
 use super::recall::{RecallRun, recall_run};
 use crate::protocol::agent::{
-    LocatorOrigin, MAX_RECOVERY_FETCH_BYTES, MAX_RETRIEVE_EVIDENCE_BYTES, MAX_RETRIEVE_REFERENCES, ProbeInput,
-    RecoveryEvidence, RetrieveArtifactReference, RetrieveAuthority, RetrieveClaim, RetrieveInput, RetrieveNextAction,
-    RetrieveProfile, RetrieveRecovery, RetrieveResult, UNQUALIFIED_EVIDENCE,
+    LocatorOrigin, MAX_RECOVERY_FETCH_BYTES, MAX_RETRIEVE_EVIDENCE_BYTES, MAX_RETRIEVE_LEADS, MAX_RETRIEVE_REFERENCES,
+    ProbeInput, RecoveryEvidence, RetrieveArtifactReference, RetrieveAuthority, RetrieveClaim, RetrieveInput,
+    RetrieveNextAction, RetrieveProfile, RetrieveRecovery, RetrieveResult, UNQUALIFIED_EVIDENCE,
 };
 use crate::protocol::citation::CitationGetInput;
 use crate::protocol::citation::{MAX_CITATION_FETCH_BYTES, MIN_CITATION_FETCH_BYTES};
+use crate::protocol::limits;
 use crate::protocol::retrieval::{RecallInput, RecallPresence};
 use crate::retrieval::analyze::lemma_stem;
 use crate::retrieval::profile::Intent;
 use crate::retrieval::text::folded_words;
 use crate::retrieval::{Analysis, analyze};
-use crate::service::{Call, Output, Service, ServiceError};
+use crate::service::{Call, Output, Service, ServiceError, validate};
 use crate::store::search as store_search;
 use crate::timefmt;
 
@@ -53,15 +54,18 @@ const RECOVERY_WARNING: &str = "Unqualified evidence: exact stored bytes reached
 
 pub(super) fn retrieve(service: &Service, call: &Call, input: RetrieveInput) -> Result<Output, ServiceError> {
     let started = Instant::now();
-    let max_leads = probe::lead_count("max_recovery_leads", input.max_recovery_leads)?;
-    if !(1..=MAX_RETRIEVE_EVIDENCE_BYTES).contains(&input.max_recovery_bytes) {
-        return Err(ServiceError::invalid(format!(
-            "max_recovery_bytes must be between 1 and {MAX_RETRIEVE_EVIDENCE_BYTES}, got {}",
-            input.max_recovery_bytes
-        )));
-    }
+    let max_leads = validate::limit(
+        "max_recovery_leads",
+        input.max_recovery_leads,
+        MAX_RETRIEVE_LEADS as usize,
+    )?;
+    let budget = validate::limit(
+        "max_recovery_bytes",
+        input.max_recovery_bytes,
+        MAX_RETRIEVE_EVIDENCE_BYTES as usize,
+    )?;
     if let Some(reformulation) = &input.reformulation {
-        probe::routed_text("reformulation", reformulation)?;
+        validate::bounded("reformulation", reformulation, limits::MAX_QUERY_BYTES)?;
         if *reformulation == input.query {
             return Err(ServiceError::invalid(
                 "reformulation must differ from query; leave it out to route recovery by the query",
@@ -118,7 +122,7 @@ pub(super) fn retrieve(service: &Service, call: &Call, input: RetrieveInput) -> 
             }
             None => Relation::new(&[&probe_search.analysis]),
         };
-        let recovery = recover(service, &leads, &relation, input.max_recovery_bytes as u64, &input);
+        let recovery = recover(service, &leads, &relation, budget as u64, &input);
         fetch_ms = millis(fetch_started);
         recovery
     } else {
