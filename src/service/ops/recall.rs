@@ -52,6 +52,17 @@ pub(super) struct RecallRun {
 
 /// Runs a recall in one snapshot.
 pub(super) fn recall_run(service: &Service, call: &Call, input: &RecallInput) -> Result<RecallRun, ServiceError> {
+    recall_run_then(service, call, input, |_, _, _| Ok(())).map(|(run, ())| run)
+}
+
+/// Runs a recall, then `after` in the same snapshot with the recall's plan and result (what
+/// `memory.retrieve`'s probe reuses).
+pub(super) fn recall_run_then<T>(
+    service: &Service,
+    call: &Call,
+    input: &RecallInput,
+    after: impl FnOnce(Db<'_>, &Plan, &RecallResult) -> StoreResult<T>,
+) -> Result<(RecallRun, T), ServiceError> {
     let search = SearchInput {
         query: input.query.clone(),
         horizon: input.horizon,
@@ -178,11 +189,15 @@ pub(super) fn recall_run(service: &Service, call: &Call, input: &RecallInput) ->
             best_unqualified_claim_coverage: claim_candidates.best_coverage,
             best_unqualified_artifact_coverage: artifact_candidates.best_coverage,
         };
-        Ok(RecallRun {
-            result,
-            warnings,
-            commit_seq,
-        })
+        let then = after(conn, &plan, &result)?;
+        Ok((
+            RecallRun {
+                result,
+                warnings,
+                commit_seq,
+            },
+            then,
+        ))
     })?;
     Ok(found)
 }

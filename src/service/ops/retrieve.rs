@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use super::citation;
 use super::probe::{self, Leads};
-use super::recall::{RecallRun, recall_run};
+use super::recall::{RecallRun, recall_run_then};
 use crate::protocol::agent::{
     LocatorOrigin, MAX_RECOVERY_FETCH_BYTES, MAX_RETRIEVE_EVIDENCE_BYTES, MAX_RETRIEVE_REFERENCES, ProbeInput,
     RecoveryEvidence, RetrieveArtifactReference, RetrieveAuthority, RetrieveClaim, RetrieveInput, RetrieveNextAction,
@@ -93,36 +93,53 @@ pub(super) fn retrieve(service: &Service, call: &Call, input: RetrieveInput) -> 
         max_candidate_claims: 0,
         max_candidate_artifact_refs: 0,
     };
-    let run = recall_run(service, call, &recall)?;
-    let recall_ms = millis(started);
-    let current_source = run.result.query_analysis.retrieval_profile.intent_hint == Intent::CurrentSource.as_str();
-
-    let no_claims = run.result.claims.is_empty();
+    // Without a reformulation the probe routes the question itself: it runs in the recall's
+    // snapshot with the recall's plan.
     let mut probe_ms = 0.0;
-    let mut fetch_ms = 0.0;
-    let recovery = if no_claims && !current_source {
+    let same_query = input.reformulation.is_none();
+    let (run, early_leads) = recall_run_then(service, call, &recall, |conn, plan, result| {
+        if !same_query || !wants_recovery(result) {
+            return Ok(None);
+        }
         let probe_started = Instant::now();
-        let leads = service.store().read_db(|conn| {
-            store_search::ensure_index_ready(conn, probe_search.min_commit_seq)?;
-            let plan = probe_search.plan(service, conn)?;
-            probe::leads(service, conn, &probe_search, &plan, max_leads)
-        })?;
+        let leads = probe::leads(service, conn, &probe_search, plan, max_leads)?;
         probe_ms = millis(probe_started);
-        let fetch_started = Instant::now();
-        // The question's words and the routed query's (the same analysis without a
-        // reformulation).
-        let relation = match &input.reformulation {
-            Some(_) => {
-                let asked = analyze(&input.query).map_err(|e| ServiceError::invalid(e.to_string()))?;
-                Relation::new(&[&asked, &probe_search.analysis])
-            }
-            None => Relation::new(&[&probe_search.analysis]),
-        };
-        let recovery = recover(service, &leads, &relation, input.max_recovery_bytes as u64, &input);
-        fetch_ms = millis(fetch_started);
-        recovery
-    } else {
-        None
+        Ok(Some(leads))
+    })?;
+    let recall_ms = millis(started) - probe_ms;
+    let no_claims = run.result.claims.is_empty();
+    let mut fetch_ms = 0.0;
+    let leads = match early_leads {
+        Some(leads) => Some(leads),
+        None if wants_recovery(&run.result) => {
+            let probe_started = Instant::now();
+            let leads = service.store().read_db(|conn| {
+                store_search::ensure_index_ready(conn, probe_search.min_commit_seq)?;
+                let plan = probe_search.plan(service, conn)?;
+                probe::leads(service, conn, &probe_search, &plan, max_leads)
+            })?;
+            probe_ms = millis(probe_started);
+            Some(leads)
+        }
+        None => None,
+    };
+    let recovery = match leads {
+        Some(leads) => {
+            let fetch_started = Instant::now();
+            // The question's words and the routed query's (the same analysis without a
+            // reformulation).
+            let relation = match &input.reformulation {
+                Some(_) => {
+                    let asked = analyze(&input.query).map_err(|e| ServiceError::invalid(e.to_string()))?;
+                    Relation::new(&[&asked, &probe_search.analysis])
+                }
+                None => Relation::new(&[&probe_search.analysis]),
+            };
+            let recovery = recover(service, &leads, &relation, input.max_recovery_bytes as u64, &input);
+            fetch_ms = millis(fetch_started);
+            recovery
+        }
+        None => None,
     };
     let next_action = no_claims.then(|| RetrieveNextAction {
         policy_version: NEXT_ACTION_POLICY.to_owned(),
@@ -200,6 +217,11 @@ pub(super) fn retrieve(service: &Service, call: &Call, input: RetrieveInput) -> 
     })?;
     output.warnings.extend(warnings);
     Ok(output)
+}
+
+/// Recovery runs when no claim qualified and the question is not about the live source.
+fn wants_recovery(result: &crate::protocol::retrieval::RecallResult) -> bool {
+    result.claims.is_empty() && result.query_analysis.retrieval_profile.intent_hint != Intent::CurrentSource.as_str()
 }
 
 fn millis(since: Instant) -> f64 {
