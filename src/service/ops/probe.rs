@@ -138,11 +138,7 @@ pub(super) fn leads(
     max_leads: usize,
 ) -> StoreResult<Leads> {
     let claims = search.run(service, conn, plan, Kinds::Claims, PARTITION + 1)?;
-    let artifacts = search.run(service, conn, plan, Kinds::Artifacts, PARTITION + 1)?;
-    let overflowed = claims.unqualified.examined > PARTITION || artifacts.unqualified.examined > PARTITION;
     let claim_side = claims.unqualified.shown.iter().take(PARTITION);
-    let artifact_side = artifacts.unqualified.shown.iter().take(PARTITION);
-
     let mut groups: Vec<Group> = Vec::new();
     let mut seen: HashSet<(bool, String)> = HashSet::new();
     for (index, examined) in claim_side.enumerate() {
@@ -152,6 +148,13 @@ pub(super) fn leads(
             groups.push(group);
         }
     }
+    // Artifact leads only fill the slots claim leads leave (at least two): examine no more
+    // artifact candidates than those slots, and one to tell that more exist.
+    let raw_slots = max_leads - groups.len().min(max_leads - RAW_SHARE.min(max_leads));
+    let raw_partition = raw_slots.min(PARTITION);
+    let artifacts = search.run(service, conn, plan, Kinds::Artifacts, raw_partition + 1)?;
+    let overflowed = claims.unqualified.examined > PARTITION || artifacts.unqualified.examined > raw_partition;
+    let artifact_side = artifacts.unqualified.shown.iter().take(raw_partition);
     for (index, examined) in artifact_side.enumerate() {
         if let Some(group) = artifact_group(plan, 2 * index + 1, examined)
             && seen.insert((false, group.key.clone()))
