@@ -10,8 +10,8 @@ use super::candidates;
 use super::candidates::Body;
 use super::recall_candidates::{self, Candidates};
 use super::search::{
-    Kinds, Passage, Ranked, RankedHit, SearchRequest, Source, artifact_citation, evidence_citation, excerpt_citation,
-    labels,
+    Kinds, Passage, Pool, Ranked, RankedHit, SearchRequest, Source, artifact_citation, evidence_citation,
+    excerpt_citation, labels,
 };
 use crate::protocol::Warning;
 use crate::protocol::claim::ClaimStatus;
@@ -52,16 +52,29 @@ pub(super) struct RecallRun {
 
 /// Runs a recall in one snapshot.
 pub(super) fn recall_run(service: &Service, call: &Call, input: &RecallInput) -> Result<RecallRun, ServiceError> {
-    recall_run_then(service, call, input, |_, _, _| Ok(())).map(|(run, ())| run)
+    recall_run_then(service, call, input, false, |_, _, _| Ok(())).map(|(run, ())| run)
 }
 
-/// Runs a recall, then `after` in the same snapshot with the recall's plan and result (what
-/// `memory.retrieve`'s probe reuses).
+/// What a recall examined, handed to the step that follows it in the same snapshot.
+pub(super) struct Examination<'a> {
+    pub plan: &'a Plan,
+    /// The claim search (its first run, before any widening for source diversity).
+    pub claim_search: &'a SearchRequest,
+    pub artifact_search: &'a SearchRequest,
+    /// With `keep_pools`, the unqualified candidates each search examined.
+    pub claims: Option<Pool>,
+    pub artifacts: Option<Pool>,
+}
+
+/// Runs a recall, then `after` in the same snapshot with what the recall examined and its
+/// result (what `memory.retrieve`'s probe reuses). With `keep_pools` the searches keep
+/// their unqualified candidates for `after` (and the recall shows no candidates).
 pub(super) fn recall_run_then<T>(
     service: &Service,
     call: &Call,
     input: &RecallInput,
-    after: impl FnOnce(Db<'_>, &Plan, &RecallResult) -> StoreResult<T>,
+    keep_pools: bool,
+    after: impl FnOnce(Db<'_>, Examination<'_>, &RecallResult) -> StoreResult<T>,
 ) -> Result<(RecallRun, T), ServiceError> {
     let search = SearchInput {
         query: input.query.clone(),
@@ -95,6 +108,7 @@ pub(super) fn recall_run_then<T>(
         limits::MAX_RECALL_CANDIDATES,
     )?;
     base.candidates_asked = max_candidate_claims + max_candidate_refs > 0;
+    base.keep_pool = keep_pools;
     let claim_search = base.with_limit(max_claims);
     let artifact_search = base.with_limit(max_refs);
     let horizon = base.horizon;
@@ -103,9 +117,10 @@ pub(super) fn recall_run_then<T>(
     let found = service.store().read_db(|conn| {
         store_search::ensure_index_ready(conn, base.min_commit_seq)?;
         let plan = base.plan(service, conn)?;
-        let slots = claim_slots(service, conn, &plan, &claim_search, max_claims, max_candidate_claims)?;
+        let mut slots = claim_slots(service, conn, &plan, &claim_search, max_claims, max_candidate_claims)?;
+        let claim_pool = slots.first.pool.take();
         let (claim_hits, claims_truncated) = (slots.hits, slots.truncated);
-        let artifact_hits = artifact_search.run(
+        let mut artifact_hits = artifact_search.run(
             service,
             conn,
             &plan,
@@ -189,7 +204,14 @@ pub(super) fn recall_run_then<T>(
             best_unqualified_claim_coverage: claim_candidates.best_coverage,
             best_unqualified_artifact_coverage: artifact_candidates.best_coverage,
         };
-        let then = after(conn, &plan, &result)?;
+        let examination = Examination {
+            plan: &plan,
+            claim_search: &claim_search,
+            artifact_search: &artifact_search,
+            claims: claim_pool,
+            artifacts: artifact_hits.pool.take(),
+        };
+        let then = after(conn, examination, &result)?;
         Ok((
             RecallRun {
                 result,

@@ -14,7 +14,8 @@ use std::time::Instant;
 
 use super::citation;
 use super::probe::{self, Leads};
-use super::recall::{RecallRun, recall_run_then};
+use super::recall::{Examination, RecallRun, recall_run_then};
+use super::search::{Kinds, SearchRequest};
 use crate::protocol::agent::{
     LocatorOrigin, MAX_RECOVERY_FETCH_BYTES, MAX_RETRIEVE_EVIDENCE_BYTES, MAX_RETRIEVE_REFERENCES, ProbeInput,
     RecoveryEvidence, RetrieveArtifactReference, RetrieveAuthority, RetrieveClaim, RetrieveInput, RetrieveNextAction,
@@ -29,6 +30,7 @@ use crate::retrieval::text::folded_words;
 use crate::retrieval::{Analysis, analyze};
 use crate::service::{Call, Output, Service, ServiceError};
 use crate::store::search as store_search;
+use crate::store::{Db, StoreError, StoreResult};
 use crate::timefmt;
 
 /// `authority.qualification_policy`: only qualified retrieval decides presence and claims.
@@ -94,15 +96,15 @@ pub(super) fn retrieve(service: &Service, call: &Call, input: RetrieveInput) -> 
         max_candidate_artifact_refs: 0,
     };
     // Without a reformulation the probe routes the question itself: it runs in the recall's
-    // snapshot with the recall's plan.
+    // snapshot, on what the recall's own searches examined.
     let mut probe_ms = 0.0;
     let same_query = input.reformulation.is_none();
-    let (run, early_leads) = recall_run_then(service, call, &recall, |conn, plan, result| {
+    let (run, early_leads) = recall_run_then(service, call, &recall, same_query, |conn, examined, result| {
         if !same_query || !wants_recovery(result) {
             return Ok(None);
         }
         let probe_started = Instant::now();
-        let leads = probe::leads(service, conn, &probe_search, plan, max_leads)?;
+        let leads = probe_of_recall(service, conn, examined, max_leads)?;
         probe_ms = millis(probe_started);
         Ok(Some(leads))
     })?;
@@ -217,6 +219,45 @@ pub(super) fn retrieve(service: &Service, call: &Call, input: RetrieveInput) -> 
     })?;
     output.warnings.extend(warnings);
     Ok(output)
+}
+
+/// The probe of a question that routes itself: the recall's claim and artifact searches
+/// are the probe's, so their examined candidates are topped up as a probe's are instead of
+/// searching again.
+fn probe_of_recall(service: &Service, conn: Db<'_>, examined: Examination<'_>, max_leads: usize) -> StoreResult<Leads> {
+    let (Some(claims), Some(artifacts)) = (examined.claims, examined.artifacts) else {
+        return Err(StoreError::Internal(
+            "a recall kept no candidates for its probe".to_owned(),
+        ));
+    };
+    let plan = examined.plan;
+    let topped_up = |search: &SearchRequest| {
+        let mut search = search.with_limit(search.limit);
+        search.candidates_asked = true;
+        search
+    };
+    let claim_search = topped_up(examined.claim_search);
+    let artifact_search = topped_up(examined.artifact_search);
+    let claims = claim_search.near_miss_candidates(
+        service,
+        conn,
+        plan,
+        Kinds::Claims,
+        claims.unqualified,
+        &claims.known,
+        probe::CLAIM_CANDIDATES,
+    )?;
+    probe::leads_from(service, conn, plan, max_leads, claims, |count| {
+        artifact_search.near_miss_candidates(
+            service,
+            conn,
+            plan,
+            Kinds::Artifacts,
+            artifacts.unqualified,
+            &artifacts.known,
+            count,
+        )
+    })
 }
 
 /// Recovery runs when no claim qualified and the question is not about the live source.
