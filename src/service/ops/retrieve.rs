@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use super::citation;
 use super::probe::{self, Leads};
-use super::recall::{Examination, RecallRun, recall_run_then};
+use super::recall::{Examination, Keep, RecallRun, recall_run_then};
 use super::search::{Kinds, SearchRequest};
 use crate::protocol::agent::{
     LocatorOrigin, MAX_RECOVERY_FETCH_BYTES, MAX_RETRIEVE_EVIDENCE_BYTES, MAX_RETRIEVE_REFERENCES, ProbeInput,
@@ -99,7 +99,11 @@ pub(super) fn retrieve(service: &Service, call: &Call, input: RetrieveInput) -> 
     // snapshot, on what the recall's own searches examined.
     let mut probe_ms = 0.0;
     let same_query = input.reformulation.is_none();
-    let (run, early_leads) = recall_run_then(service, call, &recall, same_query, |conn, examined, result| {
+    let keep = same_query.then_some(Keep {
+        claim_rows: probe::CLAIM_CANDIDATES,
+        artifact_rows: 0,
+    });
+    let (run, early_leads) = recall_run_then(service, call, &recall, keep, |conn, examined, result| {
         if !same_query || !wants_recovery(result) {
             return Ok(None);
         }
@@ -246,6 +250,7 @@ fn probe_of_recall(service: &Service, conn: Db<'_>, examined: Examination<'_>, m
         claims.unqualified,
         &claims.known,
         probe::CLAIM_CANDIDATES,
+        examined.any_unit,
     )?;
     probe::leads_from(service, conn, plan, max_leads, claims, |count| {
         artifact_search.near_miss_candidates(
@@ -256,6 +261,7 @@ fn probe_of_recall(service: &Service, conn: Db<'_>, examined: Examination<'_>, m
             artifacts.unqualified,
             &artifacts.known,
             count,
+            examined.any_unit,
         )
     })
 }

@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use super::candidates::{self, Body, Examined, MAX_NEAR_MISSES, Table};
+use super::candidates::{self, AnyUnitRows, Body, Examined, MAX_NEAR_MISSES, Table};
 use crate::protocol::artifact::ArtifactStatus;
 use crate::protocol::claim::EvidenceLocator;
 use crate::protocol::relation::EntityType;
@@ -224,7 +224,9 @@ impl SearchRequest {
         let (candidates, pool) = if self.keep_pool {
             (Unqualified::default(), Some(Pool { unqualified, known }))
         } else {
-            let candidates = self.near_miss_candidates(service, conn, plan, kinds, unqualified, &known, near_misses)?;
+            let rows = AnyUnitRows::default();
+            let candidates =
+                self.near_miss_candidates(service, conn, plan, kinds, unqualified, &known, near_misses, &rows)?;
             (candidates, None)
         };
         let misses: Vec<NearMiss> = candidates.shown.iter().map(|e| self.near_miss(plan, e)).collect();
@@ -286,8 +288,9 @@ impl SearchRequest {
         unqualified: Vec<Examined>,
         known: &[String],
         count: usize,
+        rows: &AnyUnitRows,
     ) -> StoreResult<Vec<NearMiss>> {
-        let candidates = self.near_miss_candidates(service, conn, plan, kinds, unqualified, known, count)?;
+        let candidates = self.near_miss_candidates(service, conn, plan, kinds, unqualified, known, count, rows)?;
         Ok(candidates.shown.iter().map(|e| self.near_miss(plan, e)).collect())
     }
 
@@ -303,6 +306,7 @@ impl SearchRequest {
         mut unqualified: Vec<Examined>,
         known: &[String],
         count: usize,
+        rows: &AnyUnitRows,
     ) -> StoreResult<Unqualified> {
         unqualified.retain(|e| !known.iter().any(|k| k == e.entity_id()));
         // One more fetch only when nothing qualified (then the near misses are the answer's
@@ -316,7 +320,7 @@ impl SearchRequest {
             let mut extra = Vec::new();
             for &table in kinds.tables() {
                 extra.extend(candidates::more_candidates(
-                    service, conn, self, plan, table, &seen, cap,
+                    service, conn, self, plan, table, &seen, cap, rows,
                 )?);
             }
             unqualified.extend(extra);
@@ -479,6 +483,7 @@ impl SearchRequest {
 }
 
 /// The row behind a hit.
+#[derive(Clone)]
 pub(super) enum Source {
     Artifact(ArtifactRow),
     Claim(ClaimRow),

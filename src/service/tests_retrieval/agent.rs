@@ -252,7 +252,12 @@ fn a_retrieve_that_routes_its_own_question_recovers_through_the_leads_a_probe_of
     }
     for n in 0..5 {
         let word = words[n % words.len()];
-        f.put(&main_ctx(), "note", &format!("Loose {n}"), &format!("A loose {word} remark {n}."));
+        f.put(
+            &main_ctx(),
+            "note",
+            &format!("Loose {n}"),
+            &format!("A loose {word} remark {n}."),
+        );
     }
     for leads in [8, 3, 1] {
         let probed = probe(&f, json!({"query": QUERY, "max_leads": leads}));
