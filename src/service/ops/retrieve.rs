@@ -25,7 +25,7 @@ use crate::protocol::citation::CitationGetInput;
 use crate::protocol::citation::{MAX_CITATION_FETCH_BYTES, MIN_CITATION_FETCH_BYTES};
 use crate::protocol::retrieval::{RecallInput, RecallPresence};
 use crate::retrieval::analyze::lemma_stem;
-use crate::retrieval::profile::Intent;
+use crate::retrieval::profile::{self, Intent};
 use crate::retrieval::text::folded_words;
 use crate::retrieval::{Analysis, analyze};
 use crate::service::{Call, Output, Service, ServiceError};
@@ -99,12 +99,14 @@ pub(super) fn retrieve(service: &Service, call: &Call, input: RetrieveInput) -> 
     // snapshot, on what the recall's own searches examined.
     let mut probe_ms = 0.0;
     let same_query = input.reformulation.is_none();
-    let keep = same_query.then_some(Keep {
+    // Only a question that may recover keeps the recall's candidates for the probe.
+    let may_recover = profile::profile(&probe_search.analysis).intent != Intent::CurrentSource;
+    let keep = (same_query && may_recover).then_some(Keep {
         claim_rows: probe::CLAIM_CANDIDATES,
         artifact_rows: 0,
     });
     let (run, early_leads) = recall_run_then(service, call, &recall, keep, |conn, examined, result| {
-        if !same_query || !wants_recovery(result) {
+        if keep.is_none() || !wants_recovery(result) {
             return Ok(None);
         }
         let probe_started = Instant::now();
