@@ -35,6 +35,7 @@ const MAX_CANDIDATES: usize = 512;
 pub(super) const MAX_NEAR_MISSES: usize = 5;
 
 /// An artifact body as text, with its word spans and match positions for excerpts.
+#[derive(Clone)]
 pub(super) struct Body {
     pub text: String,
     pub spans: Vec<(usize, usize)>,
@@ -45,6 +46,7 @@ pub(super) struct Body {
 }
 
 /// One candidate, checked.
+#[derive(Clone)]
 pub(super) struct Examined {
     pub source: Source,
     pub lexical_score: f64,
@@ -133,6 +135,7 @@ pub(super) fn gather(
 
 /// Up to `cap` candidates of the any-unit expression that are not in `known`, unqualified
 /// ones only (the qualifying expression already found the others).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn more_candidates(
     service: &Service,
     conn: Db<'_>,
@@ -141,16 +144,71 @@ pub(super) fn more_candidates(
     table: Table,
     known: &[&str],
     cap: usize,
+    rows: &AnyUnitRows,
 ) -> StoreResult<Vec<Examined>> {
-    let Some(expr) = plan.any_expr.as_deref() else {
-        return Ok(Vec::new());
-    };
-    let mut seen = std::collections::HashSet::new();
-    let (examined, _) = fetch(service, conn, request, plan, table, expr, cap, &mut seen)?;
-    Ok(examined
+    Ok(rows
+        .fetch(service, conn, request, plan, table, cap)?
         .into_iter()
         .filter(|e| !e.qualification.qualified && !known.contains(&e.entity_id()))
         .collect())
+}
+
+/// The any-unit candidates of each table, fetched once at the largest cap asked and served
+/// from there: the order is total (score, then row), so the first `n` rows of a fetch of
+/// more are exactly a fetch of `n`. `memory.retrieve`'s recall and probe top up from the
+/// same rows this way.
+///
+/// Valid for one request's filters, one plan and one snapshot: make it inside the snapshot
+/// and share it only among searches that differ in their limits.
+#[derive(Default)]
+pub(super) struct AnyUnitRows {
+    /// Per table (claims, artifacts): the cap fetched and its rows.
+    fetched: std::cell::RefCell<[Option<Fetched>; 2]>,
+    /// Rows a first fetch of each table asks for at least (a later, larger ask is known).
+    least: [usize; 2],
+}
+
+/// One any-unit fetch: the cap asked and the rows it returned, in rank order.
+type Fetched = (usize, Vec<Examined>);
+
+impl AnyUnitRows {
+    /// A memo whose first fetch of claims and of artifacts asks for at least these rows.
+    pub fn with_least(claims: usize, artifacts: usize) -> AnyUnitRows {
+        AnyUnitRows {
+            fetched: Default::default(),
+            least: [claims, artifacts],
+        }
+    }
+
+    fn fetch(
+        &self,
+        service: &Service,
+        conn: Db<'_>,
+        request: &SearchRequest,
+        plan: &Plan,
+        table: Table,
+        cap: usize,
+    ) -> StoreResult<Vec<Examined>> {
+        let Some(expr) = plan.any_expr.as_deref() else {
+            return Ok(Vec::new());
+        };
+        let slot = match table {
+            Table::Claims => 0,
+            Table::Artifacts => 1,
+        };
+        let mut fetched = self.fetched.borrow_mut();
+        if let Some((fetched_cap, rows)) = &fetched[slot]
+            && *fetched_cap >= cap
+        {
+            return Ok(rows.iter().take(cap).cloned().collect());
+        }
+        let wide = cap.max(self.least[slot]);
+        let mut seen = std::collections::HashSet::new();
+        let (rows, _) = fetch(service, conn, request, plan, table, expr, wide, &mut seen)?;
+        let asked = rows.iter().take(cap).cloned().collect();
+        fetched[slot] = Some((wide, rows));
+        Ok(asked)
+    }
 }
 
 /// One candidate query of `cap` rows; returns the newly examined rows and the row count.

@@ -16,7 +16,9 @@
 use std::collections::HashSet;
 
 use super::candidates::Examined;
-use super::search::{Kinds, SearchRequest, Source, artifact_citation, artifact_excerpt, evidence_citation};
+use super::search::{
+    Kinds, SearchRequest, Source, Unqualified, artifact_citation, artifact_excerpt, evidence_citation,
+};
 use crate::protocol::agent::{
     LocatorOrigin, MAX_LEAD_SOURCE_BYTES, MAX_LEAD_SOURCES, MAX_PROBE_LEADS, MAX_PROBE_TITLE_BYTES, ProbeInput,
     ProbeLead, ProbeResult, ProbeSource,
@@ -115,12 +117,29 @@ pub(super) fn leads(
     plan: &Plan,
     max_leads: usize,
 ) -> StoreResult<Leads> {
-    let claims = search.run(service, conn, plan, Kinds::Claims, PARTITION + 1)?;
-    let artifacts = search.run(service, conn, plan, Kinds::Artifacts, PARTITION + 1)?;
-    let overflowed = claims.unqualified.examined > PARTITION || artifacts.unqualified.examined > PARTITION;
-    let claim_side = claims.unqualified.shown.iter().take(PARTITION);
-    let artifact_side = artifacts.unqualified.shown.iter().take(PARTITION);
+    let claims = search
+        .run(service, conn, plan, Kinds::Claims, CLAIM_CANDIDATES)?
+        .unqualified;
+    leads_from(service, conn, plan, max_leads, claims, |count| {
+        Ok(search.run(service, conn, plan, Kinds::Artifacts, count)?.unqualified)
+    })
+}
 
+/// Unqualified claim candidates a probe asks for: a partition, and one to tell it overflowed.
+pub(super) const CLAIM_CANDIDATES: usize = PARTITION + 1;
+
+/// Builds at most `max_leads` leads from a claim search's unqualified candidates (up to
+/// [`CLAIM_CANDIDATES`]) and `artifacts(count)`, an artifact search's best `count`
+/// unqualified candidates.
+pub(super) fn leads_from(
+    service: &Service,
+    conn: Db<'_>,
+    plan: &Plan,
+    max_leads: usize,
+    claims: Unqualified,
+    artifacts: impl FnOnce(usize) -> StoreResult<Unqualified>,
+) -> StoreResult<Leads> {
+    let claim_side = claims.shown.iter().take(PARTITION);
     let mut groups: Vec<Group> = Vec::new();
     let mut seen: HashSet<(bool, String)> = HashSet::new();
     for (index, examined) in claim_side.enumerate() {
@@ -130,6 +149,13 @@ pub(super) fn leads(
             groups.push(group);
         }
     }
+    // Artifact leads only fill the slots claim leads leave (at least two): examine no more
+    // artifact candidates than those slots, and one to tell that more exist.
+    let raw_slots = max_leads - groups.len().min(max_leads - RAW_SHARE.min(max_leads));
+    let raw_partition = raw_slots.min(PARTITION);
+    let artifacts = artifacts(raw_partition + 1)?;
+    let overflowed = claims.examined > PARTITION || artifacts.examined > raw_partition;
+    let artifact_side = artifacts.shown.iter().take(raw_partition);
     for (index, examined) in artifact_side.enumerate() {
         if let Some(group) = artifact_group(plan, 2 * index + 1, examined)
             && seen.insert((false, group.key.clone()))

@@ -7,11 +7,11 @@ use std::collections::HashMap;
 use crate::store::Db;
 
 use super::candidates;
-use super::candidates::Body;
+use super::candidates::{AnyUnitRows, Body};
 use super::recall_candidates::{self, Candidates};
 use super::search::{
-    Kinds, Passage, Ranked, RankedHit, SearchRequest, Source, artifact_citation, evidence_citation, excerpt_citation,
-    labels,
+    Kinds, Passage, Pool, Ranked, RankedHit, SearchRequest, Source, artifact_citation, evidence_citation,
+    excerpt_citation, labels,
 };
 use crate::protocol::Warning;
 use crate::protocol::claim::ClaimStatus;
@@ -52,6 +52,41 @@ pub(super) struct RecallRun {
 
 /// Runs a recall in one snapshot.
 pub(super) fn recall_run(service: &Service, call: &Call, input: &RecallInput) -> Result<RecallRun, ServiceError> {
+    recall_run_then(service, call, input, None, |_, _, _| Ok(())).map(|(run, ())| run)
+}
+
+/// What a recall keeps for the step that follows it in its snapshot (`memory.retrieve`'s
+/// probe): the unqualified candidates its searches examined, and the any-unit rows of each
+/// table fetched at least this deep.
+#[derive(Clone, Copy)]
+pub(super) struct Keep {
+    pub claim_rows: usize,
+    pub artifact_rows: usize,
+}
+
+/// What a recall examined, handed to the step that follows it in the same snapshot.
+pub(super) struct Examination<'a> {
+    pub plan: &'a Plan,
+    /// The claim search (its first run, before any widening for source diversity).
+    pub claim_search: &'a SearchRequest,
+    pub artifact_search: &'a SearchRequest,
+    /// With [`Keep`], the unqualified candidates each search examined.
+    pub claims: Option<Pool>,
+    pub artifacts: Option<Pool>,
+    /// The any-unit rows the recall fetched (for its near misses), to top up from.
+    pub any_unit: &'a AnyUnitRows,
+}
+
+/// Runs a recall, then `after` in the same snapshot with what the recall examined and its
+/// result (what `memory.retrieve`'s probe reuses). With `keep` the searches keep their
+/// unqualified candidates for `after` (and the recall shows no candidates).
+pub(super) fn recall_run_then<T>(
+    service: &Service,
+    call: &Call,
+    input: &RecallInput,
+    keep: Option<Keep>,
+    after: impl FnOnce(Db<'_>, Examination<'_>, &RecallResult) -> StoreResult<T>,
+) -> Result<(RecallRun, T), ServiceError> {
     let search = SearchInput {
         query: input.query.clone(),
         horizon: input.horizon,
@@ -84,6 +119,7 @@ pub(super) fn recall_run(service: &Service, call: &Call, input: &RecallInput) ->
         limits::MAX_RECALL_CANDIDATES,
     )?;
     base.candidates_asked = max_candidate_claims + max_candidate_refs > 0;
+    base.keep_pool = keep.is_some();
     let claim_search = base.with_limit(max_claims);
     let artifact_search = base.with_limit(max_refs);
     let horizon = base.horizon;
@@ -92,9 +128,13 @@ pub(super) fn recall_run(service: &Service, call: &Call, input: &RecallInput) ->
     let found = service.store().read_db(|conn| {
         store_search::ensure_index_ready(conn, base.min_commit_seq)?;
         let plan = base.plan(service, conn)?;
-        let slots = claim_slots(service, conn, &plan, &claim_search, max_claims, max_candidate_claims)?;
+        let any_unit = keep.map_or_else(AnyUnitRows::default, |keep| {
+            AnyUnitRows::with_least(keep.claim_rows, keep.artifact_rows)
+        });
+        let mut slots = claim_slots(service, conn, &plan, &claim_search, max_claims, max_candidate_claims)?;
+        let claim_pool = slots.first.pool.take();
         let (claim_hits, claims_truncated) = (slots.hits, slots.truncated);
-        let artifact_hits = artifact_search.run(
+        let mut artifact_hits = artifact_search.run(
             service,
             conn,
             &plan,
@@ -128,7 +168,16 @@ pub(super) fn recall_run(service: &Service, call: &Call, input: &RecallInput) ->
             RecallPresence::None
         };
         let near_misses = if presence == RecallPresence::None {
-            base.near_misses(service, conn, &plan, Kinds::Both, Vec::new(), &[], RECALL_NEAR_MISSES)?
+            base.near_misses(
+                service,
+                conn,
+                &plan,
+                Kinds::Both,
+                Vec::new(),
+                &[],
+                RECALL_NEAR_MISSES,
+                &any_unit,
+            )?
         } else {
             Vec::new()
         };
@@ -178,11 +227,23 @@ pub(super) fn recall_run(service: &Service, call: &Call, input: &RecallInput) ->
             best_unqualified_claim_coverage: claim_candidates.best_coverage,
             best_unqualified_artifact_coverage: artifact_candidates.best_coverage,
         };
-        Ok(RecallRun {
-            result,
-            warnings,
-            commit_seq,
-        })
+        let examination = Examination {
+            plan: &plan,
+            claim_search: &claim_search,
+            artifact_search: &artifact_search,
+            claims: claim_pool,
+            artifacts: artifact_hits.pool.take(),
+            any_unit: &any_unit,
+        };
+        let then = after(conn, examination, &result)?;
+        Ok((
+            RecallRun {
+                result,
+                warnings,
+                commit_seq,
+            },
+            then,
+        ))
     })?;
     Ok(found)
 }

@@ -14,7 +14,8 @@ use std::time::Instant;
 
 use super::citation;
 use super::probe::{self, Leads};
-use super::recall::{RecallRun, recall_run};
+use super::recall::{Examination, Keep, RecallRun, recall_run_then};
+use super::search::{Kinds, SearchRequest};
 use crate::protocol::agent::{
     LocatorOrigin, MAX_RECOVERY_FETCH_BYTES, MAX_RETRIEVE_EVIDENCE_BYTES, MAX_RETRIEVE_LEADS, MAX_RETRIEVE_REFERENCES,
     ProbeInput, RecoveryEvidence, RetrieveArtifactReference, RetrieveAuthority, RetrieveClaim, RetrieveInput,
@@ -25,11 +26,12 @@ use crate::protocol::citation::{MAX_CITATION_FETCH_BYTES, MIN_CITATION_FETCH_BYT
 use crate::protocol::limits;
 use crate::protocol::retrieval::{RecallInput, RecallPresence};
 use crate::retrieval::analyze::lemma_stem;
-use crate::retrieval::profile::Intent;
+use crate::retrieval::profile::{self, Intent};
 use crate::retrieval::text::folded_words;
 use crate::retrieval::{Analysis, analyze};
 use crate::service::{Call, Output, Service, ServiceError, validate};
 use crate::store::search as store_search;
+use crate::store::{Db, StoreError, StoreResult};
 use crate::timefmt;
 
 /// `authority.qualification_policy`: only qualified retrieval decides presence and claims.
@@ -97,36 +99,59 @@ pub(super) fn retrieve(service: &Service, call: &Call, input: RetrieveInput) -> 
         max_candidate_claims: 0,
         max_candidate_artifact_refs: 0,
     };
-    let run = recall_run(service, call, &recall)?;
-    let recall_ms = millis(started);
-    let current_source = run.result.query_analysis.retrieval_profile.intent_hint == Intent::CurrentSource.as_str();
-
-    let no_claims = run.result.claims.is_empty();
+    // Without a reformulation the probe routes the question itself: it runs in the recall's
+    // snapshot, on what the recall's own searches examined.
     let mut probe_ms = 0.0;
-    let mut fetch_ms = 0.0;
-    let recovery = if no_claims && !current_source {
+    let same_query = input.reformulation.is_none();
+    // Only a question that may recover keeps the recall's candidates for the probe.
+    let may_recover = profile::profile(&probe_search.analysis).intent != Intent::CurrentSource;
+    let keep = (same_query && may_recover).then_some(Keep {
+        claim_rows: probe::CLAIM_CANDIDATES,
+        artifact_rows: 0,
+    });
+    let (run, early_leads) = recall_run_then(service, call, &recall, keep, |conn, examined, result| {
+        if keep.is_none() || !wants_recovery(result) {
+            return Ok(None);
+        }
         let probe_started = Instant::now();
-        let leads = service.store().read_db(|conn| {
-            store_search::ensure_index_ready(conn, probe_search.min_commit_seq)?;
-            let plan = probe_search.plan(service, conn)?;
-            probe::leads(service, conn, &probe_search, &plan, max_leads)
-        })?;
+        let leads = probe_of_recall(service, conn, examined, max_leads)?;
         probe_ms = millis(probe_started);
-        let fetch_started = Instant::now();
-        // The question's words and the routed query's (the same analysis without a
-        // reformulation).
-        let relation = match &input.reformulation {
-            Some(_) => {
-                let asked = analyze(&input.query).map_err(|e| ServiceError::invalid(e.to_string()))?;
-                Relation::new(&[&asked, &probe_search.analysis])
-            }
-            None => Relation::new(&[&probe_search.analysis]),
-        };
-        let recovery = recover(service, &leads, &relation, budget as u64, &input);
-        fetch_ms = millis(fetch_started);
-        recovery
-    } else {
-        None
+        Ok(Some(leads))
+    })?;
+    let recall_ms = millis(started) - probe_ms;
+    let no_claims = run.result.claims.is_empty();
+    let mut fetch_ms = 0.0;
+    let leads = match early_leads {
+        Some(leads) => Some(leads),
+        None if wants_recovery(&run.result) => {
+            let probe_started = Instant::now();
+            let leads = service.store().read_db(|conn| {
+                store_search::ensure_index_ready(conn, probe_search.min_commit_seq)?;
+                let plan = probe_search.plan(service, conn)?;
+                probe::leads(service, conn, &probe_search, &plan, max_leads)
+            })?;
+            probe_ms = millis(probe_started);
+            Some(leads)
+        }
+        None => None,
+    };
+    let recovery = match leads {
+        Some(leads) => {
+            let fetch_started = Instant::now();
+            // The question's words and the routed query's (the same analysis without a
+            // reformulation).
+            let relation = match &input.reformulation {
+                Some(_) => {
+                    let asked = analyze(&input.query).map_err(|e| ServiceError::invalid(e.to_string()))?;
+                    Relation::new(&[&asked, &probe_search.analysis])
+                }
+                None => Relation::new(&[&probe_search.analysis]),
+            };
+            let recovery = recover(service, &leads, &relation, budget as u64, &input);
+            fetch_ms = millis(fetch_started);
+            recovery
+        }
+        None => None,
     };
     let next_action = no_claims.then(|| RetrieveNextAction {
         policy_version: NEXT_ACTION_POLICY.to_owned(),
@@ -204,6 +229,52 @@ pub(super) fn retrieve(service: &Service, call: &Call, input: RetrieveInput) -> 
     })?;
     output.warnings.extend(warnings);
     Ok(output)
+}
+
+/// The probe of a question that routes itself: the recall's claim and artifact searches
+/// are the probe's, so their examined candidates are topped up as a probe's are instead of
+/// searching again.
+fn probe_of_recall(service: &Service, conn: Db<'_>, examined: Examination<'_>, max_leads: usize) -> StoreResult<Leads> {
+    let (Some(claims), Some(artifacts)) = (examined.claims, examined.artifacts) else {
+        return Err(StoreError::Internal(
+            "a recall kept no candidates for its probe".to_owned(),
+        ));
+    };
+    let plan = examined.plan;
+    let topped_up = |search: &SearchRequest| {
+        let mut search = search.with_limit(search.limit);
+        search.candidates_asked = true;
+        search
+    };
+    let claim_search = topped_up(examined.claim_search);
+    let artifact_search = topped_up(examined.artifact_search);
+    let claims = claim_search.near_miss_candidates(
+        service,
+        conn,
+        plan,
+        Kinds::Claims,
+        claims.unqualified,
+        &claims.known,
+        probe::CLAIM_CANDIDATES,
+        examined.any_unit,
+    )?;
+    probe::leads_from(service, conn, plan, max_leads, claims, |count| {
+        artifact_search.near_miss_candidates(
+            service,
+            conn,
+            plan,
+            Kinds::Artifacts,
+            artifacts.unqualified,
+            &artifacts.known,
+            count,
+            examined.any_unit,
+        )
+    })
+}
+
+/// Recovery runs when no claim qualified and the question is not about the live source.
+fn wants_recovery(result: &crate::protocol::retrieval::RecallResult) -> bool {
+    result.claims.is_empty() && result.query_analysis.retrieval_profile.intent_hint != Intent::CurrentSource.as_str()
 }
 
 fn millis(since: Instant) -> f64 {

@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use super::candidates::{self, Body, Examined, MAX_NEAR_MISSES, Table};
+use super::candidates::{self, AnyUnitRows, Body, Examined, MAX_NEAR_MISSES, Table};
 use crate::protocol::artifact::ArtifactStatus;
 use crate::protocol::claim::EvidenceLocator;
 use crate::protocol::relation::EntityType;
@@ -125,6 +125,9 @@ pub(super) struct SearchRequest {
     /// A recall asked for its unqualified candidates: near misses are topped up even when
     /// something qualified.
     pub candidates_asked: bool,
+    /// Keep the unqualified candidates examined in [`Ranked::pool`] instead of choosing near
+    /// misses from them (`memory.retrieve` hands them to its probe).
+    pub keep_pool: bool,
     /// The query's vector, computed once when a model first reads it and shared by the
     /// request's copies (`memory.recall` runs up to three searches of one query).
     pub query_vector: Arc<OnceLock<Vec<f32>>>,
@@ -148,6 +151,7 @@ impl SearchRequest {
             min_commit_seq: min_commit_seq(input.min_commit_seq)?,
             evaluated_at: timefmt::now(),
             candidates_asked: false,
+            keep_pool: false,
             query_vector: Arc::default(),
         })
     }
@@ -217,7 +221,14 @@ impl SearchRequest {
         qualified.truncate(self.limit);
 
         let known: Vec<String> = qualified.iter().map(|e| e.entity_id().to_owned()).collect();
-        let candidates = self.near_miss_candidates(service, conn, plan, kinds, unqualified, &known, near_misses)?;
+        let (candidates, pool) = if self.keep_pool {
+            (Unqualified::default(), Some(Pool { unqualified, known }))
+        } else {
+            let rows = AnyUnitRows::default();
+            let candidates =
+                self.near_miss_candidates(service, conn, plan, kinds, unqualified, &known, near_misses, &rows)?;
+            (candidates, None)
+        };
         let misses: Vec<NearMiss> = candidates.shown.iter().map(|e| self.near_miss(plan, e)).collect();
 
         let judged: Vec<Judged> = qualified
@@ -259,6 +270,7 @@ impl SearchRequest {
             limit: self.limit,
             near_misses: misses,
             unqualified: candidates,
+            pool,
             query_analysis,
         })
     }
@@ -276,8 +288,9 @@ impl SearchRequest {
         unqualified: Vec<Examined>,
         known: &[String],
         count: usize,
+        rows: &AnyUnitRows,
     ) -> StoreResult<Vec<NearMiss>> {
-        let candidates = self.near_miss_candidates(service, conn, plan, kinds, unqualified, known, count)?;
+        let candidates = self.near_miss_candidates(service, conn, plan, kinds, unqualified, known, count, rows)?;
         Ok(candidates.shown.iter().map(|e| self.near_miss(plan, e)).collect())
     }
 
@@ -293,6 +306,7 @@ impl SearchRequest {
         mut unqualified: Vec<Examined>,
         known: &[String],
         count: usize,
+        rows: &AnyUnitRows,
     ) -> StoreResult<Unqualified> {
         unqualified.retain(|e| !known.iter().any(|k| k == e.entity_id()));
         // One more fetch only when nothing qualified (then the near misses are the answer's
@@ -306,7 +320,7 @@ impl SearchRequest {
             let mut extra = Vec::new();
             for &table in kinds.tables() {
                 extra.extend(candidates::more_candidates(
-                    service, conn, self, plan, table, &seen, cap,
+                    service, conn, self, plan, table, &seen, cap, rows,
                 )?);
             }
             unqualified.extend(extra);
@@ -469,6 +483,7 @@ impl SearchRequest {
 }
 
 /// The row behind a hit.
+#[derive(Clone)]
 pub(super) enum Source {
     Artifact(ArtifactRow),
     Claim(ClaimRow),
@@ -504,6 +519,7 @@ pub(super) struct RankedHit {
 }
 
 /// A search's unqualified candidates.
+#[derive(Default)]
 pub(super) struct Unqualified {
     /// The near misses, best first.
     pub shown: Vec<Examined>,
@@ -511,6 +527,15 @@ pub(super) struct Unqualified {
     pub examined: usize,
     /// Their highest [`candidates::lexical_coverage`].
     pub best_coverage: Option<f64>,
+}
+
+/// What a search examined and did not return, kept for a later choice of near misses
+/// ([`SearchRequest::keep_pool`]).
+pub(super) struct Pool {
+    /// The unqualified candidates, in the order examined.
+    pub unqualified: Vec<Examined>,
+    /// The entity ids returned as hits.
+    pub known: Vec<String>,
 }
 
 /// The final hits of one ranked search.
@@ -522,6 +547,8 @@ pub(super) struct Ranked {
     pub near_misses: Vec<NearMiss>,
     /// The candidates behind `near_misses`, and what was examined.
     pub unqualified: Unqualified,
+    /// With [`SearchRequest::keep_pool`], what was examined (and no near misses).
+    pub pool: Option<Pool>,
     pub query_analysis: QueryAnalysis,
 }
 

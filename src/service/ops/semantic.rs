@@ -128,7 +128,16 @@ pub(super) fn rescue(
     };
     for &table in tables {
         let seen: Vec<&str> = known.iter().map(String::as_str).collect();
-        let extra = super::candidates::more_candidates(service, conn, request, plan, table, &seen, POOL)?;
+        let extra = super::candidates::more_candidates(
+            service,
+            conn,
+            request,
+            plan,
+            table,
+            &seen,
+            POOL,
+            &super::candidates::AnyUnitRows::default(),
+        )?;
         known.extend(extra.iter().map(|e| e.entity_id().to_owned()));
         unqualified.extend(extra);
     }

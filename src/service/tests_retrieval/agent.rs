@@ -230,3 +230,53 @@ fn probe_and_retrieve_refuse_out_of_range_bounds_and_a_reformulation_equal_to_th
     ));
     assert_eq!(error.code, ErrorCode::InvalidRequest);
 }
+
+#[test]
+fn a_retrieve_that_routes_its_own_question_recovers_through_the_leads_a_probe_of_it_finds() {
+    let f = fixture();
+    // Twelve claims over their own notes, each matching one word of the question (more
+    // than a probe's leads), and notes of their own that match one word too.
+    let words = ["deploys", "rollback", "window", "friday"];
+    for n in 0..12 {
+        let word = words[n % words.len()];
+        let text = format!("Note {n}: the {word} entry of team {n}.");
+        let note = f.put(&main_ctx(), "note", &format!("Team {n} note"), &text);
+        let quote = format!("the {word} entry");
+        let start = text.find(&quote).unwrap();
+        f.claim(
+            &main_ctx(),
+            &format!("Team {n} keeps a {word} entry"),
+            json!({"evidence": [{"artifact_id": note["artifact_id"], "revision_id": note["revision_id"],
+                                 "start_byte": start, "end_byte": start + quote.len()}]}),
+        );
+    }
+    for n in 0..5 {
+        let word = words[n % words.len()];
+        f.put(
+            &main_ctx(),
+            "note",
+            &format!("Loose {n}"),
+            &format!("A loose {word} remark {n}."),
+        );
+    }
+    for leads in [8, 3, 1] {
+        let probed = probe(&f, json!({"query": QUERY, "max_leads": leads}));
+        let retrieved = retrieve(&f, json!({"query": QUERY, "max_recovery_leads": leads}));
+        assert_eq!(retrieved["presence"], "none", "{retrieved:#}");
+        let recovery = &retrieved["recovery"];
+        assert_eq!(recovery["available_leads"], probed["available_count"], "{leads}");
+        assert_eq!(recovery["references_truncated"], probed["truncated"], "{leads}");
+        // Every claim lead's exact evidence is fetched (each shares its word), in lead order.
+        let expected: Vec<Value> = probed["leads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|lead| lead["sources"].as_array().unwrap().first().cloned())
+            .filter(|source| source["locator_origin"] == "claim_exact")
+            .map(|source| source["citation"].clone())
+            .collect();
+        // Two leads are the artifact side's share: one lead is an artifact's and fetches nothing.
+        assert_eq!(expected.is_empty(), leads <= 2, "{probed:#}");
+        assert_eq!(field(&recovery["evidence"], "citation"), expected, "{leads}");
+    }
+}
