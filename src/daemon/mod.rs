@@ -413,6 +413,7 @@ async fn serve(prepared: Prepared, shutdown: impl Future<Output = ()>) -> Result
         max_frame_bytes: config.max_frame_bytes,
         max_connections: config.max_connections,
     });
+    let catch_up = crate::service::vectors::spawn_catch_up(&service);
     let permits = Arc::new(Semaphore::new(config.max_connections));
     let refusals = Arc::new(Semaphore::new(MAX_PENDING_REFUSALS));
     let handshakes = handshake::Handshakes::new();
@@ -461,6 +462,7 @@ async fn serve(prepared: Prepared, shutdown: impl Future<Output = ()>) -> Result
     if drained.is_err() {
         tracing::warn!("connections still busy after the shutdown grace period; stopping anyway");
     }
+    drop(catch_up);
     // Queued mutations finish and commit before the writer stops.
     let _ = tokio::task::spawn_blocking(move || service.store().shutdown()).await;
     match failure {

@@ -82,6 +82,9 @@ pub struct VerifyResult {
     pub issues: Vec<String>,
     pub warnings: Vec<String>,
     pub issue_details: Vec<VerifyIssueDetail>,
+    /// With a semantic model: the stored vectors' coverage of the current revisions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub semantic_vectors: Option<super::meta::VectorCoverage>,
 }
 
 /// `backup.create` input.
@@ -114,6 +117,9 @@ pub struct ReindexResult {
     pub reindexed_claim_revisions: u64,
     pub removed_orphan_rows: u64,
     pub last_commit_seq: i64,
+    /// With a semantic model: the current revisions whose vectors were written again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub projected_revisions: Option<u64>,
 }
 
 crate::wire_enum! {

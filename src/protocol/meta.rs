@@ -229,4 +229,17 @@ pub struct SemanticStatus {
     /// Why semantics is off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// `doctor` only (store-wide): how many current revisions hold stored vectors of the
+    /// loaded model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vectors: Option<VectorCoverage>,
+}
+
+/// The stored semantic projection's reach over the current revisions.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VectorCoverage {
+    /// Current, unpurged artifact and claim revisions with vectors of the loaded model.
+    pub covered: u64,
+    /// Current, unpurged artifact and claim revisions.
+    pub total: u64,
 }

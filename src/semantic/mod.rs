@@ -6,6 +6,8 @@
 //!   bounded, the matrix two-dimensional and as wide as `config.json` says, every token id of
 //!   the tokenizer a row of the matrix, and one probe text embedding to a finite unit vector.
 //!   The matrix is kept as int8 with one scale per row (a quarter of its f32 size).
+//! - `project.rs` decides what the model reads of a revision (an artifact's title plus body
+//!   windows, a claim's statement) and keeps vectors as int8 (`store::vectors` stores them).
 //! - `install.rs` copies a checked model into `<data dir>/semantic/` with a manifest
 //!   recording its digest, reports it (`status`) and removes it.
 //!
@@ -19,6 +21,7 @@ use std::sync::Arc;
 
 mod install;
 mod model;
+pub mod project;
 
 pub use install::{InstallReport, Manifest, install, remove, status};
 pub use model::{Embedder, MODEL_FILES, cosine, digest_dir};
@@ -98,6 +101,7 @@ impl State {
                 model_digest: Some(e.digest().to_owned()),
                 dimensions: Some(e.dimensions() as u64),
                 reason: None,
+                vectors: None,
             },
             State::Off(OffReason::NotInstalled) => SemanticStatus {
                 reason: Some("no model installed (memoree semantic install DIR)".to_owned()),

@@ -29,6 +29,7 @@ pub struct Embedder {
     model: StaticModel,
     digest: String,
     dimensions: usize,
+    pub(super) projection_key: String,
 }
 
 impl Embedder {
@@ -70,6 +71,7 @@ impl Embedder {
         drop(matrix);
         let embedder = Embedder {
             model: model.quantize_int8(),
+            projection_key: format!("{digest}+{}", super::project::WINDOWING),
             digest,
             dimensions: columns,
         };

@@ -175,3 +175,64 @@ fn a_model_changed_after_install_is_not_loaded_and_the_state_says_why() {
     assert!(!described.enabled);
     assert!(described.reason.unwrap().contains("cannot be used"));
 }
+
+#[test]
+fn body_windows_tile_the_body_in_order_on_char_boundaries_ending_at_whitespace_where_near() {
+    use super::project::{MAX_WINDOWS, WINDOW_BYTES, body_windows};
+    assert_eq!(body_windows("short"), [(0, 5)]);
+    assert_eq!(body_windows(""), [(0, 0)]);
+    let words = "Le café près du quai ouvre à sept heures — 東京 ".repeat(60);
+    let windows = body_windows(&words);
+    assert!(windows.len() > 1);
+    assert_eq!(windows[0].0, 0);
+    for pair in windows.windows(2) {
+        assert_eq!(pair[0].1, pair[1].0, "windows are contiguous");
+    }
+    for &(start, end) in &windows {
+        assert!(words.is_char_boundary(start) && words.is_char_boundary(end));
+        assert!(end > start && end - start <= WINDOW_BYTES);
+        if end < words.len() {
+            assert!(words[..end].ends_with(char::is_whitespace), "{:?}", &words[start..end]);
+        }
+    }
+    assert_eq!(windows.last().unwrap().1, words.len());
+    // A body without whitespace is still cut, on character boundaries.
+    let solid = "é".repeat(1000);
+    let cut = body_windows(&solid);
+    assert!(
+        cut.iter()
+            .all(|&(s, e)| solid.is_char_boundary(s) && solid.is_char_boundary(e) && e > s)
+    );
+    // Past MAX_WINDOWS windows the body has no vectors (lexical retrieval still reads it).
+    let huge = "word ".repeat(20_000);
+    let capped = body_windows(&huge);
+    assert_eq!(capped.len(), MAX_WINDOWS);
+    assert!(capped.last().unwrap().1 < huge.len());
+}
+
+#[test]
+fn quantized_vectors_keep_the_cosine_to_within_a_hundredth() {
+    use super::project::{cosine_i8, quantize, similarity};
+    let Some(dir) = potion(&parts::current_test()) else {
+        return;
+    };
+    let embedder = Embedder::load(&dir, None).unwrap();
+    let query = embedder.embed("When did Melanie go to the museum?");
+    for text in [
+        "Yesterday I took the kids to the museum.",
+        "The quarterly budget review is on Friday.",
+    ] {
+        let exact = f64::from(cosine(&query, &embedder.embed(text)));
+        let stored = quantize(&embedder.embed(text));
+        assert!((cosine_i8(&query, &stored) - exact).abs() < 0.01, "{text}");
+    }
+    assert_eq!(quantize(&[0.0, 0.0]), [0, 0]);
+    assert_eq!(cosine_i8(&query, &vec![0; query.len()]), 0.0);
+    assert_eq!(similarity(&query, &[]), 0.0);
+    // A projection is the same whenever it is computed.
+    let a = embedder.project_artifact("Harbor logbook", Some(&"tides and cargo ".repeat(100)));
+    let b = embedder.project_artifact("Harbor logbook", Some(&"tides and cargo ".repeat(100)));
+    assert_eq!(a, b);
+    assert!(a.model.starts_with(embedder.digest()));
+    assert!(a.windows.len() > 1);
+}

@@ -15,6 +15,7 @@ pub mod idempotency;
 mod in_process;
 mod ops;
 mod validate;
+pub mod vectors;
 
 use std::path::Path;
 

@@ -385,6 +385,7 @@ fn a_mutation_citing_content_a_concurrent_purge_erased_stores_the_blob_again() {
         content: big.clone(),
         provenance_json: "{}".to_owned(),
         actor: None,
+        vectors: None,
     };
     let owner = crate::store::scope::Owner {
         workspace_id: "wsp_purge".to_owned(),

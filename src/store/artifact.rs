@@ -235,6 +235,8 @@ pub struct NewRevision {
     pub content: Vec<u8>,
     pub provenance_json: String,
     pub actor: Option<String>,
+    /// The semantic projection of this revision, when the service has a model.
+    pub vectors: Option<super::vectors::Projection>,
 }
 
 impl NewRevision {
@@ -326,6 +328,9 @@ impl Revisioned for Artifacts {
                 }
                 super::pg::fts::insert_artifact_row(db, seq, &new.title, body.as_deref().unwrap_or(""))?;
             }
+        }
+        if let Some(vectors) = &new.vectors {
+            super::vectors::write(db, EntityType::Artifact, seq, vectors)?;
         }
         Ok(revision_id.into_string())
     }

@@ -183,6 +183,8 @@ pub struct NewClaimRevision {
     pub confidence: Option<f64>,
     pub evidence: Vec<EvidenceRef>,
     pub actor: Option<String>,
+    /// The semantic projection of this revision, when the service has a model.
+    pub vectors: Option<super::vectors::Projection>,
 }
 
 /// Claims as a [`Revisioned`] entity.
@@ -248,6 +250,9 @@ impl Revisioned for Claims {
                 )?;
             }
             Dialect::Postgres => super::pg::fts::insert_claim_row(db, seq, &new.statement)?,
+        }
+        if let Some(vectors) = &new.vectors {
+            super::vectors::write(db, EntityType::Claim, seq, vectors)?;
         }
         Ok(revision_id.into_string())
     }

@@ -10,6 +10,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0002_purge_tombstones.sql"),
     include_str!("migrations/0003_keyed_tombstones.sql"),
     include_str!("migrations/0004_store_format.sql"),
+    include_str!("migrations/0005_semantic_vectors.sql"),
 ];
 
 /// The schema version this binary writes.

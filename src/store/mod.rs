@@ -31,6 +31,7 @@ mod staging;
 #[cfg(test)]
 pub(crate) mod test_seed;
 pub mod tombstone;
+pub mod vectors;
 pub mod verify;
 pub mod vocab;
 mod writer;

@@ -7,7 +7,8 @@
 //!    the front end's writer, under the database-wide commit lock): the tombstone rows are
 //!    written, every revision's content columns are blanked (the immutability triggers allow
 //!    exactly that update once the tombstone exists), the revisions' full-text rows are
-//!    deleted (every FTS5 table, or `artifact_search` / `claim_search`), forget/retract
+//!    deleted (every FTS5 table, or `artifact_search` / `claim_search`) with their semantic
+//!    vectors (`store::vectors`), forget/retract
 //!    reasons are removed from the entity row, its event payloads and the replay records
 //!    naming its revisions, the entity becomes `forgotten` / `retracted` (a claim's open
 //!    conflict cases are resolved) and one `artifact.purge` / `claim.purge` event takes the
@@ -184,6 +185,7 @@ pub fn purge(tx: &Tx<'_>, request: &PurgeRequest) -> StoreResult<(Tombstone, boo
         )?,
     };
     let removed_index_rows = delete_index_rows(db, kind, entity_id)?;
+    let removed_vector_rows = super::vectors::drop_entity(db, kind, entity_id)?;
     match kind {
         EntityKind::Artifact => {
             db.execute(
@@ -245,6 +247,7 @@ pub fn purge(tx: &Tx<'_>, request: &PurgeRequest) -> StoreResult<(Tombstone, boo
     };
     let erasure = json!({
         "removed_index_rows": removed_index_rows,
+        "removed_vector_rows": removed_vector_rows,
         "scrubbed_event_payloads": scrubbed_event_payloads,
         "scrubbed_replay_records": scrubbed_replay_records,
         "shared_content_revisions": shared_content_revisions,

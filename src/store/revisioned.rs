@@ -209,6 +209,8 @@ pub fn revise<E: Revisioned>(tx: &Tx<'_>, current: &E::Row, new: &E::NewRevision
     let id = current.entity_id();
     let revision_id = E::insert_revision(tx, id, current.revision_number() + 1, new, commit_seq)?;
     set_head::<E>(tx, id, &revision_id)?;
+    // The semantic projection holds current revisions only.
+    super::vectors::drop_revision(tx.db(), E::ENTITY, current.seq())?;
     tx.append_event(&Event {
         commit_seq,
         operation: E::REVISE,

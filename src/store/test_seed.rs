@@ -56,6 +56,7 @@ impl TestStore {
             blob,
             provenance_json: "{}".to_owned(),
             actor: None,
+            vectors: None,
         };
         self.store
             .write(move |tx| artifact::put(tx, &owner(), "note", &new).map(|(row, _)| row))
@@ -77,6 +78,7 @@ impl TestStore {
             blob,
             provenance_json: "{}".to_owned(),
             actor: None,
+            vectors: None,
         };
         self.store
             .write(move |tx| artifact::put(tx, &owner(), "note", &new).map(|(row, _)| row))
@@ -95,6 +97,7 @@ impl TestStore {
                 end_byte: Some(span.1),
             }],
             actor: None,
+            vectors: None,
         };
         self.store
             .write(move |tx| {

@@ -42,6 +42,8 @@ pub mod kind {
     pub const FTS_DUPLICATE: &str = "fts_duplicate";
     /// A full-text row belongs to no revision.
     pub const FTS_ORPHAN: &str = "fts_orphan";
+    /// A semantic vector belongs to a purged, unknown or no longer current revision.
+    pub const VECTOR_STRAY: &str = "vector_stray";
     /// A relation endpoint does not exist.
     pub const RELATION_ENDPOINT: &str = "relation_endpoint";
     /// A conflict case contradicts its relation, its revisions or the claims' lifecycle.
@@ -173,6 +175,12 @@ fn check_records(db: Db<'_>, findings: &mut Findings, search: (&str, &str, &str)
     });
     findings.check("claim fts", |f| {
         check_fts(db, f, "claim_revisions", claim_search, key).map(|n| f.report.checked_claim_revisions = n)
+    });
+    findings.check("semantic vectors", |f| {
+        for (entity, seq, why) in super::vectors::strays(db)? {
+            f.about(kind::VECTOR_STRAY, format!("{entity} revision seq {seq}"), why);
+        }
+        Ok(())
     });
     findings.check("relations", |f| check_relations(db, f));
     findings.check("conflict cases", |f| check_conflicts(db, f));

@@ -59,6 +59,7 @@ pub(super) fn doctor(service: &Service, _: DoctorInput) -> Result<Output, Servic
             )
         }
     };
+    let semantic = semantic_status(service, store_outage.is_none());
     Output::read(DoctorResult {
         status: match store_outage {
             None => DOCTOR_OK.into(),
@@ -82,8 +83,25 @@ pub(super) fn doctor(service: &Service, _: DoctorInput) -> Result<Output, Servic
             .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned()),
         lifecycle_owner: discovery.lifecycle_owner.into(),
         store_outage,
-        semantic: Some(service.runtime().semantic.describe()),
+        semantic: Some(semantic),
     })
+}
+
+/// `doctor`'s semantic status, with the stored vectors' coverage when the store answers.
+fn semantic_status(service: &Service, store_answers: bool) -> crate::protocol::meta::SemanticStatus {
+    let mut status = service.runtime().semantic.describe();
+    if store_answers {
+        match service.vector_coverage() {
+            Ok(coverage) => {
+                status.vectors = coverage.map(|c| crate::protocol::meta::VectorCoverage {
+                    covered: c.covered,
+                    total: c.total,
+                });
+            }
+            Err(error) => tracing::warn!(%error, "the semantic coverage could not be read"),
+        }
+    }
+    status
 }
 
 /// The database file plus its WAL.
@@ -103,8 +121,23 @@ fn blob_usage(root: &Path) -> (u64, u64) {
 }
 
 pub(super) fn verify(service: &Service, _: VerifyInput) -> Result<Output, ServiceError> {
-    let report = service.store().verify()?;
-    Output::read(verify_result(&report))
+    let mut report = service.store().verify()?;
+    let coverage = service.vector_coverage()?;
+    if let Some(c) = coverage
+        && c.covered < c.total
+    {
+        report.warnings.push(format!(
+            "semantic vectors: {} of {} current revisions have none of the loaded model yet (the daemon projects them in the background; reindex rebuilds them all)",
+            c.total - c.covered,
+            c.total
+        ));
+    }
+    let mut result = verify_result(&report);
+    result.semantic_vectors = coverage.map(|c| crate::protocol::meta::VectorCoverage {
+        covered: c.covered,
+        total: c.total,
+    });
+    Output::read(result)
 }
 
 /// The wire form of a verification report.
@@ -127,6 +160,7 @@ pub(crate) fn verify_result(report: &VerifyReport) -> VerifyResult {
                 detail: issue.detail.clone(),
             })
             .collect(),
+        semantic_vectors: None,
     }
 }
 
@@ -155,11 +189,22 @@ pub(super) fn backup_create(service: &Service, input: BackupCreateInput) -> Resu
 pub(super) fn reindex(service: &Service, _: ReindexInput) -> Result<Output, ServiceError> {
     let report = service.store().reindex()?;
     service.vocabulary().invalidate();
+    // The semantic projection is rebuilt too, from scratch, with the loaded model.
+    let projected_revisions = match service.runtime().semantic.embedder() {
+        Some(_) => {
+            service
+                .store()
+                .write(|tx| crate::store::vectors::drop_all(tx.db(), None))?;
+            Some(service.catch_up_vectors()?)
+        }
+        None => None,
+    };
     Output::read(ReindexResult {
         reindexed_artifact_revisions: report.artifact_revisions,
         reindexed_claim_revisions: report.claim_revisions,
         removed_orphan_rows: report.removed_orphan_rows,
         last_commit_seq: report.last_commit_seq.max(0),
+        projected_revisions,
     })
 }
 

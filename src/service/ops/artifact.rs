@@ -74,14 +74,16 @@ pub(super) fn put(service: &Service, call: &Call, input: ArtifactPutInput) -> Re
     let (content, blob) = content(service, input.content)?;
     let key = call.idempotency_key()?;
     let owner = context_owner(call.context()?);
-    let new = NewRevision {
+    let mut new = NewRevision {
         title: input.title,
         media_type: input.media_type,
         blob,
         content,
         provenance_json,
         actor: input.actor,
+        vectors: None,
     };
+    new.vectors = super::semantic::project_artifact(service, &new);
     let kind = input.kind;
     let written = service.store().write(move |tx| {
         if let Some(replay) = mutation::check(tx, &key)? {
@@ -117,6 +119,7 @@ pub(super) fn revise(service: &Service, call: &Call, input: ArtifactReviseInput)
     let provenance_json = validate::metadata("provenance", &input.provenance)?;
     let (content, blob) = content(service, input.content)?;
     let (if_revision, title, media_type, actor) = (input.if_revision, input.title, input.media_type, input.actor);
+    let embedder = service.runtime().semantic.embedder().cloned();
     revisioned::write_existing::<Artifacts>(service, call, input.artifact_id.into_string(), move |tx, head| {
         if head.is_forgotten() {
             return Err(StoreError::Invalid(format!(
@@ -125,14 +128,19 @@ pub(super) fn revise(service: &Service, call: &Call, input: ArtifactReviseInput)
             )));
         }
         revisioned::check_if_revision::<Artifacts>(&head, &if_revision)?;
-        let new = NewRevision {
+        let mut new = NewRevision {
             title: title.unwrap_or_else(|| head.title.clone()),
             media_type: media_type.unwrap_or_else(|| head.media_type.clone()),
             blob,
             content,
             provenance_json,
             actor,
+            vectors: None,
         };
+        // Embedded here: the title may be the head's.
+        new.vectors = embedder
+            .as_ref()
+            .map(|e| e.project_artifact(&new.title, new.body_text().as_deref()));
         store_revisioned::revise::<Artifacts>(tx, &head, &new)
     })
 }

@@ -115,6 +115,7 @@ pub(super) fn assert(service: &Service, call: &Call, input: ClaimAssertInput) ->
     let owner = context_owner(call.context()?);
     let claim_type = input.claim_type;
     let new = NewClaimRevision {
+        vectors: super::semantic::project_claim(service, &input.statement),
         statement: input.statement,
         confidence: input.confidence,
         evidence: input.evidence,
@@ -155,6 +156,7 @@ pub(super) fn revise(service: &Service, call: &Call, input: ClaimReviseInput) ->
     check_evidence(&input.evidence)?;
     check_evidence_grant(service, &input.evidence)?;
     let new = NewClaimRevision {
+        vectors: super::semantic::project_claim(service, &input.statement),
         statement: input.statement,
         confidence: input.confidence,
         evidence: input.evidence,

@@ -212,7 +212,7 @@ impl SearchRequest {
         }
         candidates::settle(&mut qualified, &mut unqualified);
         if let Some(query) = &semantic {
-            super::semantic::fuse(query, &mut qualified);
+            super::semantic::fuse(conn, query, &mut qualified)?;
         }
         if !self.include_historical {
             qualified = candidates::collapse_duplicates(conn, qualified, self.limit)?;

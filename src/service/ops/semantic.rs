@@ -22,9 +22,12 @@ use std::collections::HashSet;
 
 use super::candidates::Examined;
 use super::search::{Kinds, SearchRequest, Source};
+use crate::protocol::relation::EntityType;
 use crate::retrieval::plan::Plan;
-use crate::semantic::{Embedder, cosine};
+use crate::semantic::{Embedder, project};
 use crate::service::Service;
+use crate::store::artifact::NewRevision;
+use crate::store::vectors::{self, Projection};
 use crate::store::{Db, StoreResult};
 
 /// The similarity a candidate with partial lexical support needs.
@@ -48,9 +51,17 @@ pub(super) fn status(service: &Service, commit_seq: i64) -> crate::protocol::sta
 }
 /// Qualified candidates reordered by fusion, in lexical order.
 const FUSE_DEPTH: usize = 120;
-/// Bytes of an artifact body embedded around its first match (384 and 1024 measure alike on
-/// LoCoMo and the golden corpora; the smaller window costs a third of the embedding time).
-const WINDOW_BYTES: usize = 384;
+
+/// The projection of a new artifact revision, when the service has a model.
+pub(super) fn project_artifact(service: &Service, new: &NewRevision) -> Option<Projection> {
+    let embedder = service.runtime().semantic.embedder()?;
+    Some(embedder.project_artifact(&new.title, new.body_text().as_deref()))
+}
+
+/// The projection of a new claim revision, when the service has a model.
+pub(super) fn project_claim(service: &Service, statement: &str) -> Option<Projection> {
+    Some(service.runtime().semantic.embedder()?.project_claim(statement))
+}
 
 /// The query's side of the judgment.
 pub(super) struct SemanticQuery<'a> {
@@ -142,20 +153,25 @@ pub(super) fn rescue(
         unqualified.extend(extra);
     }
     let floor = plan.policy.total * MIN_LEXICAL_SHARE;
-    for examined in unqualified.iter_mut() {
-        let names_matched = plan
-            .units
-            .iter()
-            .zip(&examined.matched.units)
-            .all(|(unit, found)| found.is_some() || !(unit.unit.distinctive || is_name(&query.names, &unit.unit)));
-        let partial = examined.demoted.is_none()
-            && examined.qualification.shortfall == Some("too_few_units")
-            && examined.qualification.matched_weight + 1e-9 >= floor
-            && names_matched;
-        if !partial {
-            continue;
-        }
-        examined.semantic = Some((similarity(query, examined), query.threshold));
+    let partial: Vec<usize> = unqualified
+        .iter()
+        .enumerate()
+        .filter(|(_, examined)| {
+            let names_matched =
+                plan.units.iter().zip(&examined.matched.units).all(|(unit, found)| {
+                    found.is_some() || !(unit.unit.distinctive || is_name(&query.names, &unit.unit))
+                });
+            examined.demoted.is_none()
+                && examined.qualification.shortfall == Some("too_few_units")
+                && examined.qualification.matched_weight + 1e-9 >= floor
+                && names_matched
+        })
+        .map(|(index, _)| index)
+        .collect();
+    let judged: Vec<&Examined> = partial.iter().map(|&i| &unqualified[i]).collect();
+    let similarities = similarities(conn, query, &judged)?;
+    for (&index, similarity) in partial.iter().zip(similarities) {
+        unqualified[index].semantic = Some((similarity, query.threshold));
     }
     let (rescued, rest): (Vec<Examined>, Vec<Examined>) = std::mem::take(unqualified)
         .into_iter()
@@ -165,48 +181,61 @@ pub(super) fn rescue(
     Ok(())
 }
 
-/// What the model reads of a candidate.
-fn text_of(examined: &Examined) -> String {
+/// What the model reads of a candidate: the windows its stored projection would hold.
+fn windows_of(examined: &Examined) -> Vec<(usize, usize, String)> {
     match &examined.source {
-        Source::Claim(row) => row.statement.clone(),
-        Source::Artifact(row) => {
-            let Some(body) = &examined.body else {
-                return row.title.clone();
-            };
-            let text = &body.text;
-            if text.len() <= WINDOW_BYTES {
-                return format!("{}\n{}", row.title, text);
-            }
-            let first = body
-                .instances
-                .first()
-                .and_then(|i| body.spans.get(i.position))
-                .map_or(0, |&(start, _)| start);
-            let mut start = first.saturating_sub(WINDOW_BYTES / 2);
-            while !text.is_char_boundary(start) {
-                start -= 1;
-            }
-            let mut end = (start + WINDOW_BYTES).min(text.len());
-            while !text.is_char_boundary(end) {
-                end += 1;
-            }
-            format!("{}\n{}", row.title, &text[start..end])
-        }
+        Source::Claim(row) => vec![(0, row.statement.len(), row.statement.clone())],
+        Source::Artifact(row) => project::artifact_windows(&row.title, examined.body.as_ref().map(|b| b.text.as_str())),
     }
+}
+
+/// The similarity of each candidate to the query ([`project::similarity`]): from the stored
+/// projection of its revision when there is one, else from the same windows embedded now,
+/// so the answer never depends on whether the projection has caught up.
+fn similarities(conn: Db<'_>, query: &SemanticQuery<'_>, examined: &[&Examined]) -> StoreResult<Vec<f64>> {
+    let key = query.embedder.projection_key();
+    let seqs = |artifacts: bool| -> Vec<i64> {
+        examined
+            .iter()
+            .filter_map(|e| match (&e.source, artifacts) {
+                (Source::Artifact(row), true) => Some(row.seq),
+                (Source::Claim(row), false) => Some(row.seq),
+                _ => None,
+            })
+            .collect()
+    };
+    let artifacts = vectors::load(conn, EntityType::Artifact, key, &seqs(true))?;
+    let claims = vectors::load(conn, EntityType::Claim, key, &seqs(false))?;
+    Ok(examined
+        .iter()
+        .map(|e| {
+            let stored = match &e.source {
+                Source::Artifact(row) => artifacts.get(&row.seq),
+                Source::Claim(row) => claims.get(&row.seq),
+            };
+            match stored {
+                Some(windows) => project::similarity(query.vector, windows),
+                None => project::similarity(query.vector, &query.embedder.window_vectors(&windows_of(e))),
+            }
+        })
+        .collect())
 }
 
 /// Judges every qualified candidate too, and orders them by reciprocal-rank fusion of their
 /// lexical and semantic ranks ([`FUSION_K`]; ties keep lexical order). The fused score is
 /// what the recency rerank then works on.
-pub(super) fn fuse(query: &SemanticQuery<'_>, all: &mut Vec<Examined>) {
+pub(super) fn fuse(conn: Db<'_>, query: &SemanticQuery<'_>, all: &mut Vec<Examined>) -> StoreResult<()> {
     // Beyond the first FUSE_DEPTH, lexical order stands (a restricted grant can qualify
     // hundreds of candidates; no request returns more than 100).
     let mut tail = all.split_off(all.len().min(FUSE_DEPTH));
     let qualified = all;
-    for examined in qualified.iter_mut() {
-        if examined.semantic.is_none() {
-            examined.semantic = Some((similarity(query, examined), query.threshold));
-        }
+    let unjudged: Vec<usize> = (0..qualified.len())
+        .filter(|&i| qualified[i].semantic.is_none())
+        .collect();
+    let judged: Vec<&Examined> = unjudged.iter().map(|&i| &qualified[i]).collect();
+    let similarities = similarities(conn, query, &judged)?;
+    for (&index, similarity) in unjudged.iter().zip(similarities) {
+        qualified[index].semantic = Some((similarity, query.threshold));
     }
     let similarity_of = |e: &Examined| e.semantic.map_or(0.0, |(s, _)| s);
     let mut by_meaning: Vec<usize> = (0..qualified.len()).collect();
@@ -240,10 +269,5 @@ pub(super) fn fuse(query: &SemanticQuery<'_>, all: &mut Vec<Examined>) {
         })
         .collect();
     qualified.append(&mut tail);
-}
-
-/// The cosine of the query's and the candidate's vectors, three decimals.
-fn similarity(query: &SemanticQuery<'_>, examined: &Examined) -> f64 {
-    let similarity = f64::from(cosine(query.vector, &query.embedder.embed(&text_of(examined))));
-    (similarity * 1000.0).round() / 1000.0
+    Ok(())
 }

@@ -10,3 +10,4 @@ mod recall;
 mod search;
 mod semantic;
 pub(super) mod support;
+mod vectors;

@@ -39,6 +39,27 @@ pub fn fixture_with(runtime: crate::service::Runtime) -> Fixture {
     }
 }
 
+impl Fixture {
+    /// A fixture over an existing service (a PostgreSQL front end, say).
+    pub fn over(service: Service) -> Fixture {
+        Fixture {
+            _dir: tempfile::tempdir().unwrap(),
+            service,
+            next_key: Cell::new(0),
+        }
+    }
+
+    /// Another service on this fixture's store, running as `runtime` says (the same data
+    /// served with and without a model, say).
+    pub fn sharing(&self, runtime: crate::service::Runtime) -> Fixture {
+        Fixture {
+            _dir: tempfile::tempdir().unwrap(),
+            service: Service::new(self.service.store().clone(), runtime),
+            next_key: Cell::new(1_000_000),
+        }
+    }
+}
+
 /// A context in workspace `wsp_r`.
 pub fn ctx(project: &str, task: Option<&str>) -> Value {
     let mut context = json!({"workspace_id": "wsp_r", "project_id": project});

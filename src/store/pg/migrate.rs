@@ -16,6 +16,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         include_str!("migrations/0002_keyed_tombstones.sql"),
     ),
     ("0003_store_format", include_str!("migrations/0003_store_format.sql")),
+    (
+        "0004_semantic_vectors",
+        include_str!("migrations/0004_semantic_vectors.sql"),
+    ),
 ];
 
 /// The migration that keys tombstone digests; existing ones are rewritten after its SQL.

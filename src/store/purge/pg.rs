@@ -54,19 +54,27 @@ pub const HORIZON_PATIENCE: Duration = if cfg!(test) {
 
 /// The tables whose old row versions may hold the erased bytes of a purged `kind`: the
 /// revisions, the entity row (its lifecycle reason), the search rows, events and replay
-/// records (reasons) and, for artifacts, the blobs.
+/// records (reasons), the semantic vectors (their meaning) and, for artifacts, the blobs.
 pub fn tables(kind: EntityKind) -> &'static [&'static str] {
     match kind {
         EntityKind::Artifact => &[
             "artifact_revisions",
             "artifacts",
             "artifact_search",
+            "semantic_vectors",
             "events",
             "idempotency",
             "blobs",
             "blob_chunks",
         ],
-        EntityKind::Claim => &["claim_revisions", "claims", "claim_search", "events", "idempotency"],
+        EntityKind::Claim => &[
+            "claim_revisions",
+            "claims",
+            "claim_search",
+            "semantic_vectors",
+            "events",
+            "idempotency",
+        ],
     }
 }
 

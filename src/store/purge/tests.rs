@@ -43,6 +43,7 @@ fn revise(t: &TestStore, current: &artifact::ArtifactRow, bytes: &[u8]) -> artif
         blob,
         provenance_json: format!("{{\"note\":\"{SECRET}\"}}"),
         actor: None,
+        vectors: None,
     };
     let current = current.clone();
     t.store
@@ -61,6 +62,7 @@ fn cite(t: &TestStore, row: &artifact::ArtifactRow, statement: String) -> claim:
             end_byte: Some(4),
         }],
         actor: None,
+        vectors: None,
     };
     t.store
         .write(move |tx| claim::assert(tx, &owner(), ClaimType::Fact, &new, None, None).map(|(row, _)| row))

@@ -1,0 +1,125 @@
+//! Keeping the semantic projection (`store::vectors`) caught up with the current revisions
+//! when the service has a model: the write path projects every new revision itself, so a
+//! gap only follows an install on an existing store, an import, a restore or a `reindex`.
+//!
+//! [`Service::catch_up_vectors`] embeds what is missing in batches, outside any write
+//! transaction, and writes each batch in one short job that skips revisions no longer
+//! current (revised or purged meanwhile). The daemon runs it on a background thread
+//! ([`spawn_catch_up`]); `reindex` runs it to completion; coverage is reported by
+//! `doctor`, `capabilities`, `verify` and `memoree semantic status`.
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use super::Service;
+use crate::protocol::relation::EntityType;
+use crate::semantic::Embedder;
+use crate::store::vectors::{self, Coverage, Projection};
+use crate::store::{StoreResult, artifact, claim};
+
+/// Revisions embedded per write job.
+const BATCH: usize = 64;
+/// How often the daemon's catch-up thread looks for revisions without vectors.
+const POLL: Duration = Duration::from_secs(10);
+
+impl Service {
+    /// The share of current revisions with vectors of the loaded model (`None` without one).
+    pub fn vector_coverage(&self) -> StoreResult<Option<Coverage>> {
+        let Some(embedder) = self.runtime().semantic.embedder() else {
+            return Ok(None);
+        };
+        let key = embedder.projection_key().to_owned();
+        self.store().read_db(|db| vectors::coverage(db, &key)).map(Some)
+    }
+
+    /// Projects every current revision that has no vectors of the loaded model, and drops
+    /// rows another model (or windowing) wrote; returns how many revisions it projected.
+    pub fn catch_up_vectors(&self) -> StoreResult<u64> {
+        let Some(embedder) = self.runtime().semantic.embedder().cloned() else {
+            return Ok(0);
+        };
+        let key = embedder.projection_key().to_owned();
+        let stale = self.store().write({
+            let key = key.clone();
+            move |tx| vectors::drop_all(tx.db(), Some(&key))
+        })?;
+        if stale > 0 {
+            tracing::info!(rows = stale, "dropped semantic vectors of another model");
+        }
+        let mut projected = 0;
+        loop {
+            let batch = self.next_batch(&embedder, &key)?;
+            if batch.is_empty() {
+                return Ok(projected);
+            }
+            projected += batch.len() as u64;
+            self.store().write(move |tx| {
+                for (entity, seq, projection) in &batch {
+                    if vectors::is_current(tx.db(), *entity, *seq)? {
+                        vectors::write(tx.db(), *entity, *seq, projection)?;
+                    }
+                }
+                Ok(())
+            })?;
+        }
+    }
+
+    /// Up to [`BATCH`] revisions without vectors, embedded.
+    fn next_batch(&self, embedder: &Embedder, key: &str) -> StoreResult<Vec<(EntityType, i64, Projection)>> {
+        let blobs = self.store().blob_source();
+        self.store().read_db(|db| {
+            let mut batch = Vec::new();
+            for (seq, revision) in vectors::missing(db, EntityType::Artifact, key, BATCH)? {
+                let Some(row) = artifact::get_revision(db, &revision)? else {
+                    continue;
+                };
+                let body = artifact::is_indexable_media_type(&row.media_type)
+                    .then(|| row.read_content(blobs))
+                    .transpose()?
+                    .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+                batch.push((
+                    EntityType::Artifact,
+                    seq,
+                    embedder.project_artifact(&row.title, body.as_deref()),
+                ));
+            }
+            let room = BATCH.saturating_sub(batch.len()).max(1);
+            for (seq, revision) in vectors::missing(db, EntityType::Claim, key, room)? {
+                if let Some(row) = claim::get_revision(db, &revision)? {
+                    batch.push((EntityType::Claim, seq, embedder.project_claim(&row.statement)));
+                }
+            }
+            Ok(batch)
+        })
+    }
+}
+
+/// Starts the daemon's catch-up thread when the service has a model: it catches up at once,
+/// then looks again every [`POLL`] (an import or restore may have added revisions), until
+/// the returned sender is dropped.
+pub fn spawn_catch_up(service: &Service) -> Option<mpsc::Sender<()>> {
+    service.runtime().semantic.embedder()?;
+    let service = service.clone();
+    let (stop, stopped) = mpsc::channel::<()>();
+    let spawned = std::thread::Builder::new()
+        .name("memoree-vectors".to_owned())
+        .spawn(move || {
+            loop {
+                match service.catch_up_vectors() {
+                    Ok(0) => {}
+                    Ok(projected) => tracing::info!(projected, "semantic vectors caught up"),
+                    Err(error) => tracing::warn!(%error, "semantic vectors could not catch up"),
+                }
+                if !matches!(stopped.recv_timeout(POLL), Err(mpsc::RecvTimeoutError::Timeout)) {
+                    return;
+                }
+            }
+        });
+    match spawned {
+        Ok(_) => Some(stop),
+        Err(error) => {
+            tracing::warn!(%error, "the semantic catch-up thread did not start");
+            None
+        }
+    }
+}
