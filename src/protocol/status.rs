@@ -1,8 +1,10 @@
 //! The retrieval status objects the reference's v0.7.1 schema requires on `search`,
 //! `memory.recall` and `context.build`: which semantic stage, reranker and cited
 //! projections took part. Each is filled truthfully from what this implementation does:
-//! semantics is the optional local model judging candidates at query time, and there is
-//! no reranker and no projection (see `spec/v1/DIVERGENCES.md`, "Retrieval status fields").
+//! semantics is the optional local model judging candidates (from vectors stored with each
+//! revision, or embedded when a query meets a revision without them, with the same result),
+//! and there is no reranker and no projection (see `spec/v1/DIVERGENCES.md`, "Retrieval
+//! status fields").
 
 use serde::{Deserialize, Serialize};
 
@@ -12,11 +14,12 @@ pub struct SemanticRetrievalStatus {
     /// `ready` with a model installed, else `disabled`.
     pub state: String,
     pub policy_version: String,
-    /// The commit the stage is current as of: every commit, since candidates are embedded
-    /// when judged; 0 when disabled.
+    /// The commit the stage is current as of: every commit, since a candidate without
+    /// stored vectors is embedded when judged; 0 when disabled.
     pub indexed_commit_seq: i64,
     pub current_commit_seq: i64,
-    /// Stored vectors: none (vectors are computed per query, never stored).
+    /// Always 0 here: the stored vectors' counts are store-wide, and a search surface
+    /// answers restricted grants too (`doctor`'s `semantic.vectors` reports them).
     pub eligible_revision_count: u64,
     pub indexed_revision_count: u64,
     /// 1.0 when ready (every candidate can be judged), 0.0 when disabled.
@@ -73,7 +76,7 @@ pub struct ProjectionRetrievalStatus {
 /// `policy_version` of every status of a stage this implementation does not have.
 pub const NOT_IMPLEMENTED: &str = "none";
 /// `policy_version` of the semantic stage: the local model's similarity as evidence for
-/// qualification and as a fused rank (issue 27), computed per query.
+/// qualification and as a fused rank (issue 27), the best of a revision's stored windows.
 pub const SEMANTIC_POLICY: &str = "memoree_query_time_semantic_evidence_v1";
 
 /// The reranker status of `surface` with `candidates` qualified candidates.

@@ -212,6 +212,13 @@ impl SearchRequest {
         }
         candidates::settle(&mut qualified, &mut unqualified);
         if let Some(query) = &semantic {
+            // Near duplicates collapse in lexical order first: which one stands for the group
+            // must not depend on the pool fusion ranks (a search and a recall of the same
+            // question cite the same revision).
+            if !self.include_historical {
+                let depth = self.limit.max(super::semantic::FUSE_DEPTH);
+                qualified = candidates::collapse_duplicates(conn, qualified, depth)?;
+            }
             super::semantic::fuse(conn, query, &mut qualified)?;
         }
         if !self.include_historical {

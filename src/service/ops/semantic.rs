@@ -50,7 +50,7 @@ pub(super) fn status(service: &Service, commit_seq: i64) -> crate::protocol::sta
     crate::protocol::status::semantic(digest, commit_seq)
 }
 /// Qualified candidates reordered by fusion, in lexical order.
-const FUSE_DEPTH: usize = 120;
+pub(super) const FUSE_DEPTH: usize = 120;
 
 /// The projection of a new artifact revision, when the service has a model.
 pub(super) fn project_artifact(service: &Service, new: &NewRevision) -> Option<Projection> {
