@@ -80,6 +80,7 @@ fn seed(service: &Service, artifacts: usize) {
                         content: bytes.clone(),
                         provenance_json: "{}".to_owned(),
                         actor: None,
+                        vectors: None,
                     };
                     let (row, _) = artifact::put(tx, &owner(), "note", &new)?;
                     if index % 10 == 0 {
@@ -93,6 +94,7 @@ fn seed(service: &Service, artifacts: usize) {
                                 end_byte: Some(16),
                             }],
                             actor: None,
+                            vectors: None,
                         };
                         claim::assert(tx, &owner(), ClaimType::Fact, &claim, None, None)?;
                     }

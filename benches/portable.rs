@@ -90,6 +90,7 @@ fn seed(service: &Service, small: usize, large: usize, large_bytes: usize) {
                         content: bytes,
                         provenance_json: "{}".to_owned(),
                         actor: None,
+                        vectors: None,
                     };
                     let (row, _) = artifact::put(tx, &owner(), "note", &new)?;
                     if index % 10 == 0 {
@@ -103,6 +104,7 @@ fn seed(service: &Service, small: usize, large: usize, large_bytes: usize) {
                                 end_byte: Some(16),
                             }],
                             actor: None,
+                            vectors: None,
                         };
                         claim::assert(tx, &owner(), ClaimType::Fact, &claim, None, None)?;
                     }
@@ -123,6 +125,7 @@ fn seed(service: &Service, small: usize, large: usize, large_bytes: usize) {
             content: bytes,
             provenance_json: "{}".to_owned(),
             actor: None,
+            vectors: None,
         };
         store
             .write(move |tx| artifact::put(tx, &owner(), "blob", &new).map(drop))

@@ -39,18 +39,18 @@ mod agent;
 mod citation;
 #[path = "support/rng.rs"]
 mod rng;
+#[path = "retrieval/semantic.rs"]
+mod semantic;
 #[path = "support/targets.rs"]
 mod targets;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion};
 use memoree::protocol::Request;
 use memoree::protocol::claim::ClaimType;
-use memoree::semantic::Embedder;
 use memoree::service::{Runtime, Service};
 use memoree::store::Store;
 use memoree::store::artifact::{self, BlobRef, NewRevision};
@@ -205,6 +205,7 @@ fn seed(data: &Path, size: usize) {
                         confidence: None,
                         evidence: Vec::new(),
                         actor: None,
+                        vectors: None,
                     }]
                 } else {
                     Vec::new()
@@ -217,6 +218,7 @@ fn seed(data: &Path, size: usize) {
                     content: bytes,
                     provenance_json: "{}".to_owned(),
                     actor: None,
+                    vectors: None,
                 };
                 (kind.to_owned(), new, claims, project)
             })
@@ -621,136 +623,10 @@ fn bench_reads(c: &mut Criterion, size: usize) {
         b.iter(|| f(&queries.typo[query()]))
     });
     group.finish();
-    if let Some(embedder) = model() {
-        bench_semantic(&store, &queries, size, embedder);
+    if let Some(embedder) = semantic::model() {
+        semantic::bench_semantic(&store, &queries, size, embedder);
     }
     store.shutdown();
-}
-
-/// The shared potion-base-8M model directory, when `../shared` is beside the project.
-fn model_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/models/potion-base-8M");
-    if dir.join("model.safetensors").is_file() {
-        Some(dir)
-    } else {
-        println!("semantic benches skipped: ../shared/models/potion-base-8M is not beside the project");
-        None
-    }
-}
-
-fn model() -> Option<Arc<Embedder>> {
-    Some(Arc::new(Embedder::load(&model_dir()?, None).unwrap()))
-}
-
-/// Issue 27: `memory.recall` with a semantic model (partial lexical matches judged by
-/// similarity, qualified hits fused by rank) against the same service without one,
-/// interleaved query by query over the rare-term and common-word classes.
-fn bench_semantic(store: &Store, queries: &Queries, size: usize, embedder: Arc<Embedder>) {
-    let lexical = Service::new(store.clone(), Runtime::default());
-    let semantic = Service::new(
-        store.clone(),
-        Runtime {
-            semantic: memoree::semantic::State::On(embedder),
-            ..Runtime::default()
-        },
-    );
-    let serve = |service: &Service| {
-        let service = service.clone();
-        move |query: &str| {
-            let response = service.handle(read_request("memory.recall", query));
-            assert!(response.ok, "{:?}", response.error);
-        }
-    };
-    let common_of = queries.by_rare(&queries.common);
-    let (mut rare_lexical, mut rare_semantic) = (serve(&lexical), serve(&semantic));
-    let (common_lexical, common_semantic) = (serve(&lexical), serve(&semantic));
-    let mut common_lexical_run = |q: &str| common_lexical(common_of[q]);
-    let mut common_semantic_run = |q: &str| common_semantic(common_of[q]);
-    println!("memory.recall with and without potion-base-8M, {size} artifacts:");
-    let measured = latencies(
-        &queries.rare,
-        &mut [
-            ("rare lexical", &mut rare_lexical),
-            ("rare semantic", &mut rare_semantic),
-            ("common lexical", &mut common_lexical_run),
-            ("common semantic", &mut common_semantic_run),
-        ],
-    );
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let at_target_size = size >= 100_000;
-    for (class, (lexical_p50, _), (p50, p99)) in [
-        ("rare-term", measured[0], measured[1]),
-        ("common-word", measured[2], measured[3]),
-    ] {
-        targets::target(
-            27,
-            &format!("memory.recall {class} p50 with semantics at {size} artifacts"),
-            &format!("{:.3} ms", ms(p50)),
-            &format!("lexical only {:.3} ms", ms(lexical_p50)),
-            if at_target_size {
-                "<= 3 ms"
-            } else {
-                "report (target applies at 100k)"
-            },
-            at_target_size.then_some(ms(p50) <= 3.0),
-        );
-        targets::target(
-            27,
-            &format!("memory.recall {class} p99 with semantics at {size} artifacts"),
-            &format!("{:.3} ms", ms(p99)),
-            "-",
-            "<= 10 ms",
-            at_target_size.then_some(ms(p99) <= 10.0),
-        );
-    }
-}
-
-/// Issue 27: loading the model (read, digest, check, int8 rows, probe) and what it keeps
-/// resident. The first load runs before anything else of the model is in memory, so the
-/// growth of the process's resident set across it is the model's share of a daemon's.
-fn bench_model_load() {
-    let Some(dir) = model_dir() else {
-        return;
-    };
-    let before = resident_kib();
-    let started = Instant::now();
-    let first = Embedder::load(&dir, None).unwrap();
-    let first_load = started.elapsed();
-    let grown_mib = (resident_kib() - before) as f64 / 1024.0;
-    let mut loads = vec![first_load];
-    for _ in 0..4 {
-        let started = Instant::now();
-        drop(Embedder::load(&dir, None).unwrap());
-        loads.push(started.elapsed());
-    }
-    loads.sort_unstable();
-    drop(first);
-    targets::target(
-        27,
-        "semantic model load (potion-base-8M: digest, checks, int8, probe), median of 5",
-        &format!("{:.1} ms", loads[2].as_secs_f64() * 1e3),
-        &format!("min {:.1} ms", loads[0].as_secs_f64() * 1e3),
-        "<= 200 ms",
-        Some(loads[2] <= Duration::from_millis(200)),
-    );
-    targets::target(
-        27,
-        "resident memory the loaded model adds (VmRSS growth across the first load)",
-        &format!("{grown_mib:.1} MiB"),
-        "-",
-        "<= 25 MiB",
-        Some(grown_mib <= 25.0),
-    );
-}
-
-/// The process's resident set (`VmRSS`), in KiB.
-fn resident_kib() -> i64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
 }
 
 /// Issue 28: a restricted grant plans against its own workspaces' vocabulary (built once by
@@ -909,10 +785,11 @@ fn main() {
         .filter_map(|s| s.trim().parse().ok())
         .collect();
     let mut criterion = Criterion::default().configure_from_args();
-    bench_model_load();
+    semantic::bench_model_load();
     for size in sizes {
         bench_reads(&mut criterion, size);
     }
     bench_put_upkeep(&mut criterion);
+    semantic::bench_put_with_semantics();
     criterion.final_summary();
 }

@@ -73,6 +73,7 @@ fn new_revision(service: &Service, index: usize, bytes: Vec<u8>) -> Result<NewRe
         content: bytes,
         provenance_json: json!({"generator": "roundtrip", "index": index}).to_string(),
         actor: index.is_multiple_of(4).then(|| "generator".to_owned()),
+        vectors: None,
     })
 }
 
@@ -119,6 +120,7 @@ fn seed(service: &Service, count: usize) -> Result<Seeded, String> {
                             confidence: Some(0.5 + (index % 5) as f64 / 10.0),
                             evidence,
                             actor: None,
+                            vectors: None,
                         };
                         let (c, _) = claim::assert(tx, &owner, ClaimType::Fact, &new, None, None)?;
                         claim = Some((c.claim_id, c.revision_id));

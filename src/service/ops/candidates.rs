@@ -116,7 +116,7 @@ pub(super) fn gather(
     };
     let mut seen = std::collections::HashSet::new();
     for round in 0..MAX_ROUNDS {
-        let fetched = fetch(service, conn, request, plan, table, expr, cap, &mut seen)?;
+        let fetched = fetch(service, conn, request, plan, table, expr, cap, &mut seen, &no_skip)?;
         let exhausted = fetched.1 < cap;
         for examined in fetched.0 {
             if examined.qualification.qualified {
@@ -151,6 +151,37 @@ pub(super) fn more_candidates(
         .into_iter()
         .filter(|e| !e.qualification.qualified && !known.contains(&e.entity_id()))
         .collect())
+}
+
+/// [`more_candidates`] without the memo, examining only the rows `skip` does not name (by
+/// revision `seq`; it sees each fetched batch before any body is read).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn more_candidates_unless(
+    service: &Service,
+    conn: Db<'_>,
+    request: &SearchRequest,
+    plan: &Plan,
+    table: Table,
+    known: &[&str],
+    cap: usize,
+    skip: &Skip<'_>,
+) -> StoreResult<Vec<Examined>> {
+    let Some(expr) = plan.any_expr.as_deref() else {
+        return Ok(Vec::new());
+    };
+    let mut seen = std::collections::HashSet::new();
+    let (rows, _) = fetch(service, conn, request, plan, table, expr, cap, &mut seen, skip)?;
+    Ok(rows
+        .into_iter()
+        .filter(|e| !e.qualification.qualified && !known.contains(&e.entity_id()))
+        .collect())
+}
+
+/// Which fetched rows (by revision `seq`) not to examine.
+pub(super) type Skip<'a> = dyn Fn(Table, &[i64]) -> StoreResult<std::collections::HashSet<i64>> + 'a;
+
+fn no_skip(_: Table, _: &[i64]) -> StoreResult<std::collections::HashSet<i64>> {
+    Ok(std::collections::HashSet::new())
 }
 
 /// The any-unit candidates of each table, fetched once at the largest cap asked and served
@@ -204,7 +235,7 @@ impl AnyUnitRows {
         }
         let wide = cap.max(self.least[slot]);
         let mut seen = std::collections::HashSet::new();
-        let (rows, _) = fetch(service, conn, request, plan, table, expr, wide, &mut seen)?;
+        let (rows, _) = fetch(service, conn, request, plan, table, expr, wide, &mut seen, &no_skip)?;
         let asked = rows.iter().take(cap).cloned().collect();
         fetched[slot] = Some((wide, rows));
         Ok(asked)
@@ -222,6 +253,7 @@ fn fetch(
     expr: &str,
     cap: usize,
     seen: &mut std::collections::HashSet<i64>,
+    skip: &Skip<'_>,
 ) -> StoreResult<(Vec<Examined>, usize)> {
     let now_db = crate::timefmt::to_db(&request.evaluated_at);
     let query = CandidateQuery {
@@ -240,6 +272,7 @@ fn fetch(
         Table::Artifacts => {
             let rows = store_search::artifact_candidates(conn, &query)?;
             count = rows.len();
+            seen.extend(skip(table, &rows.iter().map(|c| c.row.seq).collect::<Vec<_>>())?);
             for candidate in rows {
                 if seen.insert(candidate.row.seq) {
                     examined.push(examine_artifact(service, plan, candidate.row, candidate.bm25)?);
@@ -249,6 +282,7 @@ fn fetch(
         Table::Claims => {
             let rows = store_search::claim_candidates(conn, &query)?;
             count = rows.len();
+            seen.extend(skip(table, &rows.iter().map(|c| c.row.seq).collect::<Vec<_>>())?);
             for candidate in rows {
                 if !seen.insert(candidate.row.seq) {
                     continue;

@@ -20,7 +20,7 @@
 use std::cmp::Ordering;
 use std::collections::HashSet;
 
-use super::candidates::Examined;
+use super::candidates::{Examined, Table};
 use super::search::{Kinds, SearchRequest, Source};
 use crate::protocol::relation::EntityType;
 use crate::retrieval::plan::Plan;
@@ -112,8 +112,9 @@ fn is_name(names: &[String], unit: &crate::retrieval::analyze::Unit) -> bool {
 }
 
 /// Judges the unqualified candidates (and, while fewer than the limit qualified, up to
-/// [`POOL`] more any-unit candidates per entity type) and moves those that clear the
-/// requirement to `qualified`.
+/// [`POOL`] more any-unit candidates per entity type, of which only those whose similarity
+/// clears the requirement are kept) and moves those that clear the requirement to
+/// `qualified`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn rescue(
     service: &Service,
@@ -137,18 +138,25 @@ pub(super) fn rescue(
     } else {
         &[]
     };
+    // An extra candidate can only be rescued, so only one whose meaning clears the
+    // requirement is kept. Rows with stored vectors are judged before their bodies are
+    // read; the rest are embedded after, with the same result.
+    let key = query.embedder.projection_key();
+    let below = |table: Table, seqs: &[i64]| -> StoreResult<HashSet<i64>> {
+        let stored = vectors::load(conn, entity_of(table), key, seqs)?;
+        Ok(stored
+            .into_iter()
+            .filter(|(_, windows)| project::similarity(query.vector, windows) + 1e-9 < query.threshold)
+            .map(|(seq, _)| seq)
+            .collect())
+    };
     for &table in tables {
         let seen: Vec<&str> = known.iter().map(String::as_str).collect();
-        let extra = super::candidates::more_candidates(
-            service,
-            conn,
-            request,
-            plan,
-            table,
-            &seen,
-            POOL,
-            &super::candidates::AnyUnitRows::default(),
-        )?;
+        let mut extra =
+            super::candidates::more_candidates_unless(service, conn, request, plan, table, &seen, POOL, &below)?;
+        let similarities = similarities(conn, query, &extra.iter().collect::<Vec<_>>())?;
+        let mut similarities = similarities.into_iter();
+        extra.retain(|_| similarities.next().is_some_and(|s| s + 1e-9 >= query.threshold));
         known.extend(extra.iter().map(|e| e.entity_id().to_owned()));
         unqualified.extend(extra);
     }
@@ -179,6 +187,13 @@ pub(super) fn rescue(
     *unqualified = rest;
     qualified.extend(rescued);
     Ok(())
+}
+
+fn entity_of(table: Table) -> EntityType {
+    match table {
+        Table::Artifacts => EntityType::Artifact,
+        Table::Claims => EntityType::Claim,
+    }
 }
 
 /// What the model reads of a candidate: the windows its stored projection would hold.
