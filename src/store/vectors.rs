@@ -108,14 +108,19 @@ pub fn load(db: Db<'_>, entity: EntityType, model: &str, seqs: &[i64]) -> StoreR
     if seqs.is_empty() {
         return Ok(found);
     }
-    // The seqs are integers the store produced: inlined, like the FTS rowid lists.
-    let list = seqs.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+    // One statement text for every list (a JSON array parameter), so it is prepared once.
+    let list = serde_json::Value::from(seqs.to_vec()).to_string();
     db.for_each(
-        &format!(
-            "SELECT seq, vector FROM semantic_vectors WHERE entity = ?1 AND model = ?2 AND seq IN ({list})
-             ORDER BY seq, part"
+        db.pick(
+            "SELECT seq, vector FROM semantic_vectors
+             WHERE entity = ?1 AND model = ?2 AND seq IN (SELECT value FROM json_each(?3))
+             ORDER BY seq, part",
+            "SELECT seq, vector FROM semantic_vectors
+             WHERE entity = ?1 AND model = ?2
+               AND seq IN (SELECT CAST(value AS bigint) FROM jsonb_array_elements_text(CAST(CAST(?3 AS text) AS jsonb)))
+             ORDER BY seq, part",
         ),
-        &[&entity.as_str(), &model],
+        &[&entity.as_str(), &model, &list],
         |row| {
             let seq: i64 = row.get(0)?;
             let bytes: Vec<u8> = row.get(1)?;

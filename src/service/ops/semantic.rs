@@ -17,8 +17,9 @@
 //!   the same store answers the same way; each judged candidate discloses its similarity and
 //!   the requirement (`ranking.qualification.semantic`).
 
+use std::cell::RefCell;
 use std::cmp::Ordering;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::candidates::{Examined, Table};
 use super::search::{Kinds, SearchRequest, Source};
@@ -70,6 +71,9 @@ pub(super) struct SemanticQuery<'a> {
     pub names: Vec<String>,
     pub vector: &'a [f32],
     pub threshold: f64,
+    /// Similarities already computed in this search, by (is an artifact, revision `seq`);
+    /// `None` for a revision known to have no stored vectors.
+    memo: RefCell<HashMap<(bool, i64), Option<f64>>>,
 }
 
 impl<'a> SemanticQuery<'a> {
@@ -85,6 +89,7 @@ impl<'a> SemanticQuery<'a> {
             names,
             vector: request.query_vector.get_or_init(|| embedder.embed(&request.query)),
             threshold: service.runtime().semantic_threshold.unwrap_or(PARTIAL_THRESHOLD),
+            memo: RefCell::default(),
         })
     }
 }
@@ -141,12 +146,10 @@ pub(super) fn rescue(
     // An extra candidate can only be rescued, so only one whose meaning clears the
     // requirement is kept. Rows with stored vectors are judged before their bodies are
     // read; the rest are embedded after, with the same result.
-    let key = query.embedder.projection_key();
     let below = |table: Table, seqs: &[i64]| -> StoreResult<HashSet<i64>> {
-        let stored = vectors::load(conn, entity_of(table), key, seqs)?;
-        Ok(stored
+        Ok(stored_similarities(conn, query, table, seqs)?
             .into_iter()
-            .filter(|(_, windows)| project::similarity(query.vector, windows) + 1e-9 < query.threshold)
+            .filter(|(_, similarity)| similarity + 1e-9 < query.threshold)
             .map(|(seq, _)| seq)
             .collect())
     };
@@ -208,31 +211,59 @@ fn windows_of(examined: &Examined) -> Vec<(usize, usize, String)> {
 /// projection of its revision when there is one, else from the same windows embedded now,
 /// so the answer never depends on whether the projection has caught up.
 fn similarities(conn: Db<'_>, query: &SemanticQuery<'_>, examined: &[&Examined]) -> StoreResult<Vec<f64>> {
-    let key = query.embedder.projection_key();
-    let seqs = |artifacts: bool| -> Vec<i64> {
-        examined
-            .iter()
-            .filter_map(|e| match (&e.source, artifacts) {
-                (Source::Artifact(row), true) => Some(row.seq),
-                (Source::Claim(row), false) => Some(row.seq),
-                _ => None,
-            })
-            .collect()
+    let key_of = |e: &Examined| match &e.source {
+        Source::Artifact(row) => (Table::Artifacts, row.seq),
+        Source::Claim(row) => (Table::Claims, row.seq),
     };
-    let artifacts = vectors::load(conn, EntityType::Artifact, key, &seqs(true))?;
-    let claims = vectors::load(conn, EntityType::Claim, key, &seqs(false))?;
+    for table in [Table::Artifacts, Table::Claims] {
+        let seqs: Vec<i64> = examined
+            .iter()
+            .map(|e| key_of(e))
+            .filter(|&(t, _)| t == table)
+            .map(|(_, seq)| seq)
+            .collect();
+        stored_similarities(conn, query, table, &seqs)?;
+    }
     Ok(examined
         .iter()
         .map(|e| {
-            let stored = match &e.source {
-                Source::Artifact(row) => artifacts.get(&row.seq),
-                Source::Claim(row) => claims.get(&row.seq),
-            };
-            match stored {
-                Some(windows) => project::similarity(query.vector, windows),
-                None => project::similarity(query.vector, &query.embedder.window_vectors(&windows_of(e))),
+            let (table, seq) = key_of(e);
+            let memo_key = (table == Table::Artifacts, seq);
+            if let Some(Some(similarity)) = query.memo.borrow().get(&memo_key) {
+                return *similarity;
             }
+            let similarity = project::similarity(query.vector, &query.embedder.window_vectors(&windows_of(e)));
+            query.memo.borrow_mut().insert(memo_key, Some(similarity));
+            similarity
         })
+        .collect())
+}
+
+/// The similarities of the revisions `seqs` of `table` that have stored vectors, read once per
+/// search (the rest are remembered as having none).
+fn stored_similarities(
+    conn: Db<'_>,
+    query: &SemanticQuery<'_>,
+    table: Table,
+    seqs: &[i64],
+) -> StoreResult<HashMap<i64, f64>> {
+    let artifact = table == Table::Artifacts;
+    let mut memo = query.memo.borrow_mut();
+    let unknown: Vec<i64> = seqs
+        .iter()
+        .copied()
+        .filter(|seq| !memo.contains_key(&(artifact, *seq)))
+        .collect();
+    if !unknown.is_empty() {
+        let stored = vectors::load(conn, entity_of(table), query.embedder.projection_key(), &unknown)?;
+        for seq in unknown {
+            let similarity = stored.get(&seq).map(|w| project::similarity(query.vector, w));
+            memo.insert((artifact, seq), similarity);
+        }
+    }
+    Ok(seqs
+        .iter()
+        .filter_map(|seq| memo.get(&(artifact, *seq)).copied().flatten().map(|s| (*seq, s)))
         .collect())
 }
 
