@@ -62,6 +62,19 @@ pub fn bench_semantic(store: &Store, queries: &Queries, size: usize, embedder: A
             None,
         );
     }
+    let started = Instant::now();
+    let coverage = semantic.vector_coverage().unwrap().unwrap();
+    targets::target(
+        27,
+        &format!(
+            "doctor's semantic coverage count ({} of {} revisions), {size} artifacts",
+            coverage.covered, coverage.total
+        ),
+        &format!("{:.1} ms", started.elapsed().as_secs_f64() * 1e3),
+        "-",
+        "reported",
+        None,
+    );
     let serve = |service: &Service| {
         let service = service.clone();
         move |query: &str| {

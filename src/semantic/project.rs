@@ -11,14 +11,15 @@
 use super::Embedder;
 use crate::store::vectors::{Projection, Window};
 
-/// Bytes of body per window (384 and 1024 measure alike on LoCoMo and the golden corpora; the
-/// smaller window costs a third of the embedding time and keeps one topic per window).
-pub const WINDOW_BYTES: usize = 384;
+/// Bytes of body per window: 384 and 1024 measure alike on LoCoMo and the golden corpora
+/// (BENCHMARKS.md), and the larger one stores a third of the rows and embeds a put in fewer
+/// calls. About 256 tokens: within the model's 512.
+pub const WINDOW_BYTES: usize = 1024;
 /// Windows per artifact revision: the first `WINDOW_BYTES * MAX_WINDOWS` bytes of a body
 /// have vectors (lexical retrieval still reads all of it).
 pub const MAX_WINDOWS: usize = 32;
 /// The windowing's name, part of the projection key.
-pub const WINDOWING: &str = "windows_384x32_v1";
+pub const WINDOWING: &str = "windows_1024x32_v1";
 /// A window ends at the last whitespace within this many bytes of its nominal end.
 const SNAP_BYTES: usize = 48;
 

@@ -47,10 +47,12 @@ impl Service {
             tracing::info!(rows = stale, "dropped semantic vectors of another model");
         }
         let mut projected = 0;
-        loop {
-            let batch = self.next_batch(&embedder, &key)?;
+        // Where each walk stands (artifacts, claims); `None` once it reached the end.
+        let mut cursors = [Some(0), Some(0)];
+        while cursors.iter().any(Option::is_some) {
+            let batch = self.next_batch(&embedder, &key, &mut cursors)?;
             if batch.is_empty() {
-                return Ok(projected);
+                continue;
             }
             projected += batch.len() as u64;
             self.store().write(move |tx| {
@@ -62,14 +64,30 @@ impl Service {
                 Ok(())
             })?;
         }
+        Ok(projected)
     }
 
-    /// Up to [`BATCH`] revisions without vectors, embedded.
-    fn next_batch(&self, embedder: &Embedder, key: &str) -> StoreResult<Vec<(EntityType, i64, Projection)>> {
+    /// Up to [`BATCH`] revisions without vectors past the cursors, embedded; moves the
+    /// cursors past what it examined.
+    fn next_batch(
+        &self,
+        embedder: &Embedder,
+        key: &str,
+        cursors: &mut [Option<i64>; 2],
+    ) -> StoreResult<Vec<(EntityType, i64, Projection)>> {
         let blobs = self.store().blob_source();
         self.store().read_db(|db| {
             let mut batch = Vec::new();
-            for (seq, revision) in vectors::missing(db, EntityType::Artifact, key, BATCH)? {
+            let walk = |entity: EntityType, cursor: &mut Option<i64>| -> StoreResult<Vec<(i64, String)>> {
+                let Some(after) = *cursor else {
+                    return Ok(Vec::new());
+                };
+                let step = vectors::missing(db, entity, key, after, BATCH)?;
+                *cursor = step.next;
+                Ok(step.revisions)
+            };
+            let [artifacts, claims] = cursors;
+            for (seq, revision) in walk(EntityType::Artifact, artifacts)? {
                 let Some(row) = artifact::get_revision(db, &revision)? else {
                     continue;
                 };
@@ -83,8 +101,7 @@ impl Service {
                     embedder.project_artifact(&row.title, body.as_deref()),
                 ));
             }
-            let room = BATCH.saturating_sub(batch.len()).max(1);
-            for (seq, revision) in vectors::missing(db, EntityType::Claim, key, room)? {
+            for (seq, revision) in walk(EntityType::Claim, claims)? {
                 if let Some(row) = claim::get_revision(db, &revision)? {
                     batch.push((EntityType::Claim, seq, embedder.project_claim(&row.statement)));
                 }

@@ -49,6 +49,14 @@ fn revisions(entity: EntityType) -> (&'static str, &'static str) {
     }
 }
 
+/// The revision table's column naming its entity.
+fn owner_column(entity: EntityType) -> &'static str {
+    match entity {
+        EntityType::Artifact => "artifact_id",
+        EntityType::Claim => "claim_id",
+    }
+}
+
 /// Writes the projection of revision `seq` (replacing any earlier rows of it).
 pub fn write(db: Db<'_>, entity: EntityType, seq: i64, projection: &Projection) -> StoreResult<()> {
     drop_revision(db, entity, seq)?;
@@ -82,10 +90,7 @@ pub fn drop_revision(db: Db<'_>, entity: EntityType, seq: i64) -> StoreResult<u6
 /// Drops the rows of every revision of one entity (a purge); returns how many there were.
 pub fn drop_entity(db: Db<'_>, entity: EntityType, entity_id: &str) -> StoreResult<u64> {
     let (_, table) = revisions(entity);
-    let owner = match entity {
-        EntityType::Artifact => "artifact_id",
-        EntityType::Claim => "claim_id",
-    };
+    let owner = owner_column(entity);
     db.execute(
         &format!(
             "DELETE FROM semantic_vectors WHERE entity = ?1 AND seq IN (SELECT seq FROM {table} WHERE {owner} = ?2)"
@@ -134,20 +139,52 @@ pub fn load(db: Db<'_>, entity: EntityType, model: &str, seqs: &[i64]) -> StoreR
     Ok(found)
 }
 
-/// Up to `limit` current, unpurged revisions of active entities with no rows of `model`, by
-/// `seq` (the catch-up's work list): `(seq, revision id)`.
-pub fn missing(db: Db<'_>, entity: EntityType, model: &str, limit: usize) -> StoreResult<Vec<(i64, String)>> {
+/// One step of the catch-up's walk ([`missing`]).
+pub struct Missing {
+    /// `(seq, revision id)` of revisions that need vectors.
+    pub revisions: Vec<(i64, String)>,
+    /// Where the next step starts (`None` once the table is exhausted).
+    pub next: Option<i64>,
+}
+
+/// Up to `limit` current, unpurged revisions after `after` (a revision `seq`) with no rows of
+/// `model`, in `seq` order (the catch-up's work list, walked forward so every batch costs
+/// what it covers).
+pub fn missing(db: Db<'_>, entity: EntityType, model: &str, after: i64, limit: usize) -> StoreResult<Missing> {
     let (entities, table) = revisions(entity);
-    db.query_all(
+    let owner = owner_column(entity);
+    // A window of revisions in seq order, then the ones among them that need vectors.
+    let window = (limit * 16) as i64;
+    let rows: Vec<(i64, String, bool, bool)> = db.query_all(
         &format!(
-            "SELECT r.seq, r.id FROM {entities} e JOIN {table} r ON r.id = e.current_revision_id
-             WHERE r.purged = 0 AND NOT EXISTS (
-                 SELECT 1 FROM semantic_vectors v WHERE v.entity = ?1 AND v.seq = r.seq AND v.model = ?2)
-             ORDER BY r.seq LIMIT ?3"
+            "SELECT r.seq, r.id, CASE WHEN r.purged = 0 AND e.current_revision_id = r.id THEN 1 ELSE 0 END,
+                    CASE WHEN EXISTS (SELECT 1 FROM semantic_vectors v WHERE v.entity = ?1 AND v.seq = r.seq AND v.model = ?2)
+                         THEN 1 ELSE 0 END
+             FROM {table} r JOIN {entities} e ON e.id = r.{owner}
+             WHERE r.seq > ?3 ORDER BY r.seq LIMIT ?4"
         ),
-        &[&entity.as_str(), &model, &(limit as i64)],
-        |row| Ok((row.get(0)?, row.get(1)?)),
-    )
+        &[&entity.as_str(), &model, &after, &window],
+        |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+    )?;
+    let exhausted = (rows.len() as i64) < window;
+    let mut found = Vec::new();
+    let mut last = after;
+    for (seq, id, current, covered) in rows {
+        if found.len() == limit {
+            return Ok(Missing {
+                revisions: found,
+                next: Some(last),
+            });
+        }
+        last = seq;
+        if current && !covered {
+            found.push((seq, id));
+        }
+    }
+    Ok(Missing {
+        revisions: found,
+        next: (!exhausted).then_some(last),
+    })
 }
 
 /// How many current, unpurged revisions (of both kinds) hold rows of `model`.
@@ -176,11 +213,12 @@ pub fn strays(db: Db<'_>) -> StoreResult<Vec<(String, i64, &'static str)>> {
     let mut found = Vec::new();
     for entity in [EntityType::Artifact, EntityType::Claim] {
         let (entities, table) = revisions(entity);
+        let owner = owner_column(entity);
         let rows: Vec<(i64, Option<i64>, Option<String>)> = db.query_all(
             &format!(
                 "SELECT DISTINCT v.seq, r.purged, e.id FROM semantic_vectors v
                  LEFT JOIN {table} r ON r.seq = v.seq
-                 LEFT JOIN {entities} e ON e.current_revision_id = r.id
+                 LEFT JOIN {entities} e ON e.id = r.{owner} AND e.current_revision_id = r.id
                  WHERE v.entity = ?1 AND (r.seq IS NULL OR r.purged <> 0 OR e.id IS NULL)
                  ORDER BY v.seq"
             ),
@@ -203,11 +241,12 @@ pub fn strays(db: Db<'_>) -> StoreResult<Vec<(String, i64, &'static str)>> {
 /// only then: a revise or purge may have run since it read the revision).
 pub fn is_current(db: Db<'_>, entity: EntityType, seq: i64) -> StoreResult<bool> {
     let (entities, table) = revisions(entity);
+    let owner = owner_column(entity);
     Ok(db
         .query_opt(
             &format!(
-                "SELECT 1 FROM {table} r JOIN {entities} e ON e.current_revision_id = r.id
-                 WHERE r.seq = ?1 AND r.purged = 0"
+                "SELECT 1 FROM {table} r JOIN {entities} e ON e.id = r.{owner}
+                 WHERE r.seq = ?1 AND r.purged = 0 AND e.current_revision_id = r.id"
             ),
             &[&seq],
             |row| row.get::<i64>(0),
