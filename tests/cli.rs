@@ -262,6 +262,17 @@ fn semantic_install_status_and_remove_manage_the_model_and_the_daemon_reports_it
     let (status, body) = home.run_cli(&["semantic", "status"]);
     assert_eq!(status, 0, "{body}");
     assert_eq!(body["result"]["installed"], false);
+    // Memory written before any model: a lexical daemon, no vectors.
+    for (name, text) in [
+        ("a.txt", "The museum opens at nine."),
+        ("b.txt", "Harbor tides and cargo."),
+    ] {
+        let file = home.write_file(name, text);
+        let (status, body) = home.run_cli(&["artifact", "put", file.to_str().unwrap()]);
+        assert_eq!(status, 0, "{body}");
+    }
+    let (_, body) = home.run_cli(&["doctor"]);
+    assert!(body["result"]["semantic"].get("vectors").is_none(), "{body}");
 
     let (status, body) = home.run_cli(&["semantic", "install", "/nonexistent/model"]);
     assert_eq!((status, code(&body)), (2, "INVALID_REQUEST"), "{body}");
@@ -274,15 +285,34 @@ fn semantic_install_status_and_remove_manage_the_model_and_the_daemon_reports_it
     let (_, body) = home.run_cli(&["semantic", "status"]);
     assert_eq!(body["result"]["loads"], true, "{body}");
 
-    // The autostarted daemon loads the installed model and says so.
+    // The running daemon keeps the model it loaded (none) until it restarts; the new one
+    // loads the model, says so, and projects what was written before in the background.
+    let (_, body) = home.run_cli(&["doctor"]);
+    assert_eq!(body["result"]["semantic"]["enabled"], false, "{body}");
+    let (status, body) = home.run_cli(&["daemon", "restart"]);
+    assert_eq!(status, 0, "{body}");
     let (status, body) = home.run_cli(&["capabilities"]);
     assert_eq!(status, 0, "{body}");
     assert_eq!(body["result"]["semantic"]["enabled"], true, "{body}");
     assert_eq!(body["result"]["semantic"]["model_digest"], digest.as_str());
     let extensions = body["result"]["extensions"].as_array().unwrap();
     assert!(extensions.iter().any(|e| e == "semantic_evidence"), "{body}");
-    let (_, body) = home.run_cli(&["doctor"]);
+    let started = std::time::Instant::now();
+    let body = loop {
+        let (_, body) = home.run_cli(&["doctor"]);
+        if body["result"]["semantic"]["vectors"] == serde_json::json!({"covered": 2, "total": 2})
+            || started.elapsed() > std::time::Duration::from_secs(30)
+        {
+            break body;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
     assert_eq!(body["result"]["semantic"]["dimensions"], 256, "{body}");
+    assert_eq!(
+        body["result"]["semantic"]["vectors"],
+        serde_json::json!({"covered": 2, "total": 2}),
+        "{body}"
+    );
 
     let (status, body) = home.run_cli(&["semantic", "remove"]);
     assert_eq!(status, 0, "{body}");

@@ -56,12 +56,12 @@ pub(super) fn recall_run(service: &Service, call: &Call, input: &RecallInput) ->
 }
 
 /// What a recall keeps for the step that follows it in its snapshot (`memory.retrieve`'s
-/// probe): the unqualified candidates its searches examined, and the any-unit rows of each
-/// table fetched at least this deep.
+/// probe): the unqualified candidates its searches examined, and the any-unit claim rows
+/// fetched at least `claim_rows` deep (the artifact side asks no more than the recall's own
+/// near misses need).
 #[derive(Clone, Copy)]
 pub(super) struct Keep {
     pub claim_rows: usize,
-    pub artifact_rows: usize,
 }
 
 /// What a recall examined, handed to the step that follows it in the same snapshot.
@@ -129,7 +129,7 @@ pub(super) fn recall_run_then<T>(
         store_search::ensure_index_ready(conn, base.min_commit_seq)?;
         let plan = base.plan(service, conn)?;
         let any_unit = keep.map_or_else(AnyUnitRows::default, |keep| {
-            AnyUnitRows::with_least(keep.claim_rows, keep.artifact_rows)
+            AnyUnitRows::with_least(keep.claim_rows, 0)
         });
         let mut slots = claim_slots(service, conn, &plan, &claim_search, max_claims, max_candidate_claims)?;
         let claim_pool = slots.first.pool.take();

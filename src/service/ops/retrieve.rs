@@ -107,7 +107,6 @@ pub(super) fn retrieve(service: &Service, call: &Call, input: RetrieveInput) -> 
     let may_recover = profile::profile(&probe_search.analysis).intent != Intent::CurrentSource;
     let keep = (same_query && may_recover).then_some(Keep {
         claim_rows: probe::CLAIM_CANDIDATES,
-        artifact_rows: 0,
     });
     let (run, early_leads) = recall_run_then(service, call, &recall, keep, |conn, examined, result| {
         if keep.is_none() || !wants_recovery(result) {
