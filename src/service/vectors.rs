@@ -21,6 +21,8 @@ use crate::store::{StoreResult, artifact, claim};
 const BATCH: usize = 64;
 /// How often the daemon's catch-up thread looks for revisions without vectors.
 const POLL: Duration = Duration::from_secs(10);
+/// Polls between two walks of every revision (the others walk only new revisions).
+const FULL_WALK_EVERY: u64 = 60;
 
 impl Service {
     /// The share of current revisions with vectors of the loaded model (`None` without one).
@@ -35,22 +37,31 @@ impl Service {
     /// Projects every current revision that has no vectors of the loaded model, and drops
     /// rows another model (or windowing) wrote; returns how many revisions it projected.
     pub fn catch_up_vectors(&self) -> StoreResult<u64> {
+        self.catch_up_vectors_after(&mut [0, 0])
+    }
+
+    /// [`Service::catch_up_vectors`] over the revisions past `cursors` (the revision `seq`
+    /// each table's walk has passed: artifacts, claims), leaving them where the walk ended;
+    /// from `[0, 0]` it also drops rows of another model. Revisions are numbered in commit
+    /// order, so a later walk from the cursors sees every revision written since.
+    pub fn catch_up_vectors_after(&self, cursors: &mut [i64; 2]) -> StoreResult<u64> {
         let Some(embedder) = self.runtime().semantic.embedder().cloned() else {
             return Ok(0);
         };
         let key = embedder.projection_key().to_owned();
-        let stale = self.store().write({
-            let key = key.clone();
-            move |tx| vectors::drop_all(tx.db(), Some(&key))
-        })?;
-        if stale > 0 {
-            tracing::info!(rows = stale, "dropped semantic vectors of another model");
+        if *cursors == [0, 0] {
+            let stale = self.store().write({
+                let key = key.clone();
+                move |tx| vectors::drop_all(tx.db(), Some(&key))
+            })?;
+            if stale > 0 {
+                tracing::info!(rows = stale, "dropped semantic vectors of another model");
+            }
         }
         let mut projected = 0;
-        // Where each walk stands (artifacts, claims); `None` once it reached the end.
-        let mut cursors = [Some(0), Some(0)];
-        while cursors.iter().any(Option::is_some) {
-            let batch = self.next_batch(&embedder, &key, &mut cursors)?;
+        let mut open = [true, true];
+        while open.iter().any(|o| *o) {
+            let batch = self.next_batch(&embedder, &key, cursors, &mut open)?;
             if batch.is_empty() {
                 continue;
             }
@@ -67,27 +78,30 @@ impl Service {
         Ok(projected)
     }
 
-    /// Up to [`BATCH`] revisions without vectors past the cursors, embedded; moves the
-    /// cursors past what it examined.
+    /// Up to [`BATCH`] revisions without vectors past the cursors of the tables still
+    /// `open`, embedded; moves the cursors past what it examined and closes a table whose
+    /// walk reached its end.
     fn next_batch(
         &self,
         embedder: &Embedder,
         key: &str,
-        cursors: &mut [Option<i64>; 2],
+        cursors: &mut [i64; 2],
+        open: &mut [bool; 2],
     ) -> StoreResult<Vec<(EntityType, i64, Projection)>> {
         let blobs = self.store().blob_source();
         self.store().read_db(|db| {
             let mut batch = Vec::new();
-            let walk = |entity: EntityType, cursor: &mut Option<i64>| -> StoreResult<Vec<(i64, String)>> {
-                let Some(after) = *cursor else {
+            let walk = |entity: EntityType, cursor: &mut i64, open: &mut bool| -> StoreResult<Vec<(i64, String)>> {
+                if !*open {
                     return Ok(Vec::new());
-                };
-                let step = vectors::missing(db, entity, key, after, BATCH)?;
+                }
+                let step = vectors::missing(db, entity, key, *cursor, BATCH)?;
                 *cursor = step.next;
+                *open = !step.exhausted;
                 Ok(step.revisions)
             };
-            let [artifacts, claims] = cursors;
-            for (seq, revision) in walk(EntityType::Artifact, artifacts)? {
+            let ([artifacts, claims], [artifacts_open, claims_open]) = (cursors, open);
+            for (seq, revision) in walk(EntityType::Artifact, artifacts, artifacts_open)? {
                 let Some(row) = artifact::get_revision(db, &revision)? else {
                     continue;
                 };
@@ -101,7 +115,7 @@ impl Service {
                     embedder.project_artifact(&row.title, body.as_deref()),
                 ));
             }
-            for (seq, revision) in walk(EntityType::Claim, claims)? {
+            for (seq, revision) in walk(EntityType::Claim, claims, claims_open)? {
                 if let Some(row) = claim::get_revision(db, &revision)? {
                     batch.push((EntityType::Claim, seq, embedder.project_claim(&row.statement)));
                 }
@@ -121,11 +135,20 @@ pub fn spawn_catch_up(service: &Service) -> Option<mpsc::Sender<()>> {
     let spawned = std::thread::Builder::new()
         .name("memoree-vectors".to_owned())
         .spawn(move || {
-            loop {
-                match service.catch_up_vectors() {
+            // Each poll walks only the revisions written since the last (a full walk every
+            // FULL_WALK_EVERY polls, and after an error).
+            let mut cursors = [0, 0];
+            for poll in 0u64.. {
+                if poll % FULL_WALK_EVERY == 0 {
+                    cursors = [0, 0];
+                }
+                match service.catch_up_vectors_after(&mut cursors) {
                     Ok(0) => {}
                     Ok(projected) => tracing::info!(projected, "semantic vectors caught up"),
-                    Err(error) => tracing::warn!(%error, "semantic vectors could not catch up"),
+                    Err(error) => {
+                        cursors = [0, 0];
+                        tracing::warn!(%error, "semantic vectors could not catch up");
+                    }
                 }
                 if !matches!(stopped.recv_timeout(POLL), Err(mpsc::RecvTimeoutError::Timeout)) {
                     return;

@@ -143,8 +143,10 @@ pub fn load(db: Db<'_>, entity: EntityType, model: &str, seqs: &[i64]) -> StoreR
 pub struct Missing {
     /// `(seq, revision id)` of revisions that need vectors.
     pub revisions: Vec<(i64, String)>,
-    /// Where the next step starts (`None` once the table is exhausted).
-    pub next: Option<i64>,
+    /// The last `seq` examined: where the next step starts.
+    pub next: i64,
+    /// Whether the walk reached the end of the table.
+    pub exhausted: bool,
 }
 
 /// Up to `limit` current, unpurged revisions after `after` (a revision `seq`) with no rows of
@@ -173,7 +175,8 @@ pub fn missing(db: Db<'_>, entity: EntityType, model: &str, after: i64, limit: u
         if found.len() == limit {
             return Ok(Missing {
                 revisions: found,
-                next: Some(last),
+                next: last,
+                exhausted: false,
             });
         }
         last = seq;
@@ -183,7 +186,8 @@ pub fn missing(db: Db<'_>, entity: EntityType, model: &str, after: i64, limit: u
     }
     Ok(Missing {
         revisions: found,
-        next: (!exhausted).then_some(last),
+        next: last,
+        exhausted,
     })
 }
 

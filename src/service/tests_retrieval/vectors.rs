@@ -159,6 +159,22 @@ fn a_store_filled_without_a_model_answers_the_same_before_and_after_its_vectors_
     assert_eq!(doctor_vectors(&semantic), json!({"covered": 6, "total": 6}));
     assert_eq!(answers(&semantic), before);
 
+    // The daemon's polls walk on from where the last one stopped: a revision written since
+    // (here by a service without the model) is found without walking the others again.
+    let mut cursors = [0, 0];
+    assert_eq!(semantic.service.catch_up_vectors_after(&mut cursors).unwrap(), 0);
+    let walked = cursors;
+    assert!(walked[0] > 0 && walked[1] > 0, "{walked:?}");
+    let added = lexical.put(&main_ctx(), "note", "Ferry timetable", "The ferry leaves at noon.");
+    assert_eq!(semantic.service.catch_up_vectors_after(&mut cursors).unwrap(), 1);
+    assert!(cursors[0] > walked[0] && cursors[1] == walked[1], "{cursors:?}");
+    assert_eq!(semantic.service.catch_up_vectors_after(&mut cursors).unwrap(), 0);
+    lexical.mutate(
+        &main_ctx(),
+        "artifact.purge",
+        json!({"artifact_id": added["artifact_id"], "reason": "test"}),
+    );
+
     // reindex rebuilds them all, and the answers still do not move.
     let reindex = semantic.ok(json!({"request_id": "r", "op": "reindex", "input": {}}));
     assert_eq!(reindex["projected_revisions"], 6, "{reindex:#}");
