@@ -126,7 +126,7 @@ impl Service {
 }
 
 /// Starts the daemon's catch-up thread when the service has a model: it catches up at once,
-/// then looks again every [`POLL`] (an import or restore may have added revisions), until
+/// then looks again every 10 seconds (an import or restore may have added revisions), until
 /// the returned sender is dropped.
 pub fn spawn_catch_up(service: &Service) -> Option<mpsc::Sender<()>> {
     service.runtime().semantic.embedder()?;

@@ -3,8 +3,8 @@
 //! statement), keyed by the revision `seq` and the model's digest.
 //!
 //! The store does not know the model: the service embeds ([`crate::semantic`]) and hands
-//! the rows in as a [`Projection`], with the revision ([`write`]) or later ([`missing`] then
-//! [`write`], the catch-up). Reads are by `seq` ([`load`]).
+//! the rows in as a [`Projection`], with the revision ([`write()`]) or later ([`missing`] then
+//! [`write()`], the catch-up). Reads are by `seq` ([`load`]).
 //!
 //! **Invariants:** the projection is derived and disposable. Only a current, unpurged
 //! revision keeps rows: a revise drops the previous head's ([`drop_revision`]), a purge drops
