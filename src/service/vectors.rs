@@ -6,7 +6,8 @@
 //! transaction, and writes each batch in one short job that skips revisions no longer
 //! current (revised or purged meanwhile). The daemon runs it on a background thread
 //! ([`spawn_catch_up`]); `reindex` runs it to completion; coverage is reported by
-//! `doctor`, `capabilities`, `verify` and `memoree semantic status`.
+//! `doctor` and `verify` (store-wide counts; `capabilities` answers restricted grants, so
+//! it carries none).
 
 use std::sync::mpsc;
 use std::time::Duration;
@@ -69,7 +70,7 @@ impl Service {
             self.store().write(move |tx| {
                 for (entity, seq, projection) in &batch {
                     if vectors::is_current(tx.db(), *entity, *seq)? {
-                        vectors::write(tx.db(), *entity, *seq, projection)?;
+                        vectors::replace(tx.db(), *entity, *seq, projection)?;
                     }
                 }
                 Ok(())

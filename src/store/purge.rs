@@ -53,14 +53,24 @@ impl EntityKind {
         }
     }
 
-    fn revisions_table(self) -> &'static str {
+    /// The table of this kind's entities (`artifacts`, `claims`).
+    pub(super) fn entities_table(self) -> &'static str {
+        match self {
+            EntityKind::Artifact => "artifacts",
+            EntityKind::Claim => "claims",
+        }
+    }
+
+    /// The table of this kind's revisions.
+    pub(super) fn revisions_table(self) -> &'static str {
         match self {
             EntityKind::Artifact => "artifact_revisions",
             EntityKind::Claim => "claim_revisions",
         }
     }
 
-    fn owner_column(self) -> &'static str {
+    /// The revision table's column naming its entity.
+    pub(super) fn owner_column(self) -> &'static str {
         match self {
             EntityKind::Artifact => "artifact_id",
             EntityKind::Claim => "claim_id",

@@ -1,10 +1,11 @@
 //! The semantic projection (`semantic_vectors`, issue 27): the int8 unit vectors a model
 //! wrote for the current revision of an artifact (title plus body windows) or a claim (its
-//! statement), keyed by the revision `seq` and the model's digest.
+//! statement), keyed by the revision `seq` and tagged with the projection key (the model's
+//! digest plus the windowing's name).
 //!
 //! The store does not know the model: the service embeds ([`crate::semantic`]) and hands
 //! the rows in as a [`Projection`], with the revision ([`write()`]) or later ([`missing`] then
-//! [`write()`], the catch-up). Reads are by `seq` ([`load`]).
+//! [`replace`], the catch-up). Reads are by `seq` ([`load`]).
 //!
 //! **Invariants:** the projection is derived and disposable. Only a current, unpurged
 //! revision keeps rows: a revise drops the previous head's ([`drop_revision`]), a purge drops
@@ -30,7 +31,8 @@ pub struct Window {
 /// What a model wrote for one revision.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Projection {
-    /// The digest of the model that embedded it.
+    /// The projection key: the digest of the model that embedded it plus the windowing's
+    /// name, so a change of either makes the rows stale.
     pub model: String,
     pub windows: Vec<Window>,
 }
@@ -42,24 +44,16 @@ pub struct Coverage {
     pub total: u64,
 }
 
-fn revisions(entity: EntityType) -> (&'static str, &'static str) {
-    match entity {
-        EntityType::Artifact => ("artifacts", "artifact_revisions"),
-        EntityType::Claim => ("claims", "claim_revisions"),
-    }
-}
-
-/// The revision table's column naming its entity.
-fn owner_column(entity: EntityType) -> &'static str {
-    match entity {
-        EntityType::Artifact => "artifact_id",
-        EntityType::Claim => "claim_id",
-    }
-}
-
-/// Writes the projection of revision `seq` (replacing any earlier rows of it).
-pub fn write(db: Db<'_>, entity: EntityType, seq: i64, projection: &Projection) -> StoreResult<()> {
+/// Replaces whatever rows revision `seq` holds (another model's, say) with `projection`:
+/// the catch-up's write.
+pub fn replace(db: Db<'_>, entity: EntityType, seq: i64, projection: &Projection) -> StoreResult<()> {
     drop_revision(db, entity, seq)?;
+    write(db, entity, seq, projection)
+}
+
+/// Writes the projection of revision `seq`, which holds no rows yet: a new revision's, in
+/// its own transaction.
+pub fn write(db: Db<'_>, entity: EntityType, seq: i64, projection: &Projection) -> StoreResult<()> {
     for (part, window) in projection.windows.iter().enumerate() {
         let bytes: Vec<u8> = window.vector.iter().map(|&v| v as u8).collect();
         db.execute(
@@ -89,8 +83,8 @@ pub fn drop_revision(db: Db<'_>, entity: EntityType, seq: i64) -> StoreResult<u6
 
 /// Drops the rows of every revision of one entity (a purge); returns how many there were.
 pub fn drop_entity(db: Db<'_>, entity: EntityType, entity_id: &str) -> StoreResult<u64> {
-    let (_, table) = revisions(entity);
-    let owner = owner_column(entity);
+    let table = entity.revisions_table();
+    let owner = entity.owner_column();
     db.execute(
         &format!(
             "DELETE FROM semantic_vectors WHERE entity = ?1 AND seq IN (SELECT seq FROM {table} WHERE {owner} = ?2)"
@@ -153,8 +147,8 @@ pub struct Missing {
 /// `model`, in `seq` order (the catch-up's work list, walked forward so every batch costs
 /// what it covers).
 pub fn missing(db: Db<'_>, entity: EntityType, model: &str, after: i64, limit: usize) -> StoreResult<Missing> {
-    let (entities, table) = revisions(entity);
-    let owner = owner_column(entity);
+    let (entities, table) = (entity.entities_table(), entity.revisions_table());
+    let owner = entity.owner_column();
     // A window of revisions in seq order, then the ones among them that need vectors.
     let window = (limit * 16) as i64;
     let rows: Vec<(i64, String, bool, bool)> = db.query_all(
@@ -197,7 +191,7 @@ pub fn missing(db: Db<'_>, entity: EntityType, model: &str, after: i64, limit: u
 pub fn coverage(db: Db<'_>, model: &str) -> StoreResult<Coverage> {
     let mut coverage = Coverage::default();
     for entity in [EntityType::Artifact, EntityType::Claim] {
-        let (entities, _) = revisions(entity);
+        let entities = entity.entities_table();
         let (covered, total): (i64, i64) = db.query_one(
             &format!(
                 "SELECT (SELECT count(*) FROM semantic_vectors WHERE entity = ?1 AND part = 0 AND model = ?2),
@@ -216,8 +210,8 @@ pub fn coverage(db: Db<'_>, model: &str) -> StoreResult<Coverage> {
 pub fn strays(db: Db<'_>) -> StoreResult<Vec<(String, i64, &'static str)>> {
     let mut found = Vec::new();
     for entity in [EntityType::Artifact, EntityType::Claim] {
-        let (entities, table) = revisions(entity);
-        let owner = owner_column(entity);
+        let (entities, table) = (entity.entities_table(), entity.revisions_table());
+        let owner = entity.owner_column();
         let rows: Vec<(i64, Option<i64>, Option<String>)> = db.query_all(
             &format!(
                 "SELECT DISTINCT v.seq, r.purged, e.id FROM semantic_vectors v
@@ -244,8 +238,8 @@ pub fn strays(db: Db<'_>) -> StoreResult<Vec<(String, i64, &'static str)>> {
 /// Whether revision `seq` is its entity's current, unpurged revision (a catch-up writes
 /// only then: a revise or purge may have run since it read the revision).
 pub fn is_current(db: Db<'_>, entity: EntityType, seq: i64) -> StoreResult<bool> {
-    let (entities, table) = revisions(entity);
-    let owner = owner_column(entity);
+    let (entities, table) = (entity.entities_table(), entity.revisions_table());
+    let owner = entity.owner_column();
     Ok(db
         .query_opt(
             &format!(

@@ -146,11 +146,10 @@ pub(super) fn more_candidates(
     cap: usize,
     rows: &AnyUnitRows,
 ) -> StoreResult<Vec<Examined>> {
-    Ok(rows
-        .fetch(service, conn, request, plan, table, cap)?
-        .into_iter()
-        .filter(|e| !e.qualification.qualified && !known.contains(&e.entity_id()))
-        .collect())
+    Ok(unqualified_unknown(
+        rows.fetch(service, conn, request, plan, table, cap)?,
+        known,
+    ))
 }
 
 /// [`more_candidates`] without the memo, examining only the rows `skip` does not name (by
@@ -171,10 +170,15 @@ pub(super) fn more_candidates_unless(
     };
     let mut seen = std::collections::HashSet::new();
     let (rows, _) = fetch(service, conn, request, plan, table, expr, cap, &mut seen, skip)?;
-    Ok(rows
-        .into_iter()
+    Ok(unqualified_unknown(rows, known))
+}
+
+/// The extra candidates worth keeping: unqualified (the qualifying expression already found
+/// the others) and not already `known`.
+fn unqualified_unknown(rows: Vec<Examined>, known: &[&str]) -> Vec<Examined> {
+    rows.into_iter()
         .filter(|e| !e.qualification.qualified && !known.contains(&e.entity_id()))
-        .collect())
+        .collect()
 }
 
 /// Which fetched rows (by revision `seq`) not to examine.

@@ -211,18 +211,19 @@ impl SearchRequest {
             )?;
         }
         candidates::settle(&mut qualified, &mut unqualified);
-        if let Some(query) = &semantic {
-            // Near duplicates collapse in lexical order first: which one stands for the group
-            // must not depend on the pool fusion ranks (a search and a recall of the same
-            // question cite the same revision).
-            if !self.include_historical {
-                let depth = self.limit.max(super::semantic::FUSE_DEPTH);
-                qualified = candidates::collapse_duplicates(conn, qualified, depth)?;
-            }
-            super::semantic::fuse(conn, query, &mut qualified)?;
-        }
+        // Near duplicates collapse once, in lexical order, before fusion reorders anything:
+        // which one stands for the group must not depend on the pool fusion ranks (a search
+        // and a recall of the same question cite the same revision). Fusion reorders only
+        // the first FUSE_DEPTH, so collapsing that deep leaves no pair in the first `limit`.
         if !self.include_historical {
-            qualified = candidates::collapse_duplicates(conn, qualified, self.limit)?;
+            let depth = match semantic {
+                Some(_) => self.limit.max(super::semantic::FUSE_DEPTH),
+                None => self.limit,
+            };
+            qualified = candidates::collapse_duplicates(conn, qualified, depth)?;
+        }
+        if let Some(query) = &semantic {
+            super::semantic::fuse(conn, query, &mut qualified)?;
         }
         let truncated = qualified.len() > self.limit;
         qualified.truncate(self.limit);
