@@ -476,21 +476,3 @@ fn failure(request_id: &str, error: ServiceError) -> Response {
 
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_admin;
-#[cfg(test)]
-mod tests_graph;
-#[cfg(test)]
-mod tests_postgres;
-#[cfg(test)]
-mod tests_postgres_browse;
-#[cfg(test)]
-mod tests_postgres_outage;
-#[cfg(test)]
-mod tests_postgres_purge;
-#[cfg(test)]
-mod tests_purge;
-#[cfg(test)]
-mod tests_retrieval;
-#[cfg(test)]
-mod tests_sweep;

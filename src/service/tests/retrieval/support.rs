@@ -3,13 +3,11 @@
 //! artifacts and claims and for the retrieval reads.
 
 use std::cell::Cell;
-use std::collections::HashMap;
-use std::sync::OnceLock;
 
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::protocol::{ErrorBody, Operation, Response, schema};
+use crate::protocol::{ErrorBody, Response};
 use crate::service::Service;
 
 pub struct Fixture {
@@ -91,29 +89,7 @@ impl Fixture {
 
     /// Serves a request and validates the envelope and the result against the schemas.
     pub fn call(&self, request: Value) -> Response {
-        let op = request
-            .get("op")
-            .and_then(Value::as_str)
-            .and_then(Operation::from_wire_name);
-        let response = self.service.handle_value(request, "req_transport");
-        let envelope = serde_json::to_value(&response).unwrap();
-        schema::validate_response(&envelope)
-            .unwrap_or_else(|v| panic!("response violates the schema: {v}\n{envelope}"));
-        if let (Some(op), Some(result)) = (op, response.result.as_ref()) {
-            schema::validate_result(op, result)
-                .unwrap_or_else(|v| panic!("{op} result violates the schema: {v}\n{result:#}"));
-            if let Some(later) = later_results().get(op.wire_name()) {
-                let errors: Vec<String> = later
-                    .iter_errors(result)
-                    .map(|e| format!("{}: {e}", e.instance_path()))
-                    .collect();
-                assert!(
-                    errors.is_empty(),
-                    "{op} result violates the reference's v0.7.1 schema: {errors:?}\n{result:#}"
-                );
-            }
-        }
-        response
+        crate::service::tests::support::checked(&self.service, request)
     }
 
     pub fn ok(&self, request: Value) -> Value {
@@ -216,30 +192,4 @@ pub fn hit<'a>(result: &'a Value, entity_id: &Value) -> Option<&'a Value> {
         .unwrap()
         .iter()
         .find(|h| &h["entity_id"] == entity_id)
-}
-
-/// The reference's v0.7.1 result schemas by operation, compiled once; empty without
-/// `../shared` (the schema tests report that skip). A schema of that bundle that does not
-/// compile (its `feedback.record`, an operation we lack) is left out.
-fn later_results() -> &'static HashMap<String, jsonschema::Validator> {
-    static LATER: OnceLock<HashMap<String, jsonschema::Validator>> = OnceLock::new();
-    LATER.get_or_init(|| {
-        let path = crate::testkit::parts::shared_dir().join("spec/reference-schema-v1-at-0.7.1.json");
-        let Ok(text) = std::fs::read_to_string(path) else {
-            return HashMap::new();
-        };
-        let bundle: Value = serde_json::from_str(&text).unwrap();
-        let results = bundle["result_types"].as_object().unwrap();
-        results
-            .iter()
-            .filter_map(|(op, schema)| {
-                let validator = jsonschema::options()
-                    .with_draft(jsonschema::Draft::Draft202012)
-                    .should_validate_formats(false)
-                    .build(schema)
-                    .ok()?;
-                Some((op.clone(), validator))
-            })
-            .collect()
-    })
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::service::tests_retrieval::support::{Fixture, days_from_now, fixture, main_ctx};
+use crate::service::tests::retrieval::support::{Fixture, days_from_now, fixture, main_ctx};
 
 const WORDS: [&str; 5] = ["heron", "otter", "lichen", "basalt", "quince"];
 

@@ -9,20 +9,15 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{STORE_UNAVAILABLE_REASON, Service, error_body};
-use crate::protocol::{ErrorBody, ErrorCode, Response, schema};
+use crate::protocol::{ErrorBody, ErrorCode};
+use crate::service::{STORE_UNAVAILABLE_REASON, Service, error_body};
 use crate::store::StoreError;
 use crate::testkit::postgres::FrontEnds;
 
 /// The issue's bound on `doctor` whatever the database does.
 const DOCTOR_LIMIT: Duration = Duration::from_secs(1);
 
-fn call(service: &Service, request: Value) -> Response {
-    let response = service.handle_value(request, "req_transport");
-    let envelope = serde_json::to_value(&response).unwrap();
-    schema::validate_response(&envelope).unwrap_or_else(|v| panic!("response violates the schema: {v}\n{envelope}"));
-    response
-}
+use crate::service::tests::support::checked as call;
 
 fn put_request(key: &str) -> Value {
     json!({"request_id": "r", "op": "artifact.put", "idempotency_key": key,

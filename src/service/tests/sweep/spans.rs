@@ -6,7 +6,7 @@ use base64::Engine as _;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::service::tests_retrieval::support::{Fixture, fixture, main_ctx};
+use crate::service::tests::retrieval::support::{Fixture, fixture, main_ctx};
 
 /// Content bytes: UTF-8 text mixing 1- to 4-byte characters, or arbitrary bytes.
 fn content() -> impl Strategy<Value = Vec<u8>> {

@@ -3,8 +3,9 @@
 
 use serde_json::{Value, json};
 
-use super::Service;
-use crate::protocol::{ErrorCode, Operation, Response, schema};
+use crate::protocol::{ErrorCode, Response};
+use crate::service::Service;
+use crate::service::tests::support::checked;
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -24,19 +25,7 @@ fn context() -> Value {
 impl Fixture {
     /// Serves a request and checks the response against our hand-written schemas.
     fn call(&self, request: Value) -> Response {
-        let op = request
-            .get("op")
-            .and_then(Value::as_str)
-            .and_then(Operation::from_wire_name);
-        let response = self.service.handle_value(request, "req_transport");
-        let envelope = serde_json::to_value(&response).unwrap();
-        schema::validate_response(&envelope)
-            .unwrap_or_else(|v| panic!("response violates the schema: {v}\n{envelope}"));
-        if let (Some(op), Some(result)) = (op, response.result.as_ref()) {
-            schema::validate_result(op, result)
-                .unwrap_or_else(|v| panic!("{op} result violates the schema: {v}\n{result}"));
-        }
-        response
+        checked(&self.service, request)
     }
 
     fn ok(&self, request: Value) -> Response {

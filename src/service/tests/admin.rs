@@ -3,8 +3,9 @@
 
 use serde_json::{Value, json};
 
-use super::{Runtime, Service};
 use crate::protocol::{ErrorCode, Operation, Response, schema};
+use crate::service::tests::support::{checked, envelope, result_of};
+use crate::service::{Runtime, Service};
 use crate::store::Store;
 use crate::store::restore::restore;
 
@@ -23,29 +24,16 @@ fn context() -> Value {
     json!({"workspace_id": "wsp_test", "project_id": "prj_test"})
 }
 
-/// Serves a request and checks the envelope and result against the schemas.
+/// Serves `op` in the test context when the operation needs one.
 fn call(service: &Service, op: &str, input: Value) -> Response {
-    let mut request = json!({"request_id": "req_admin", "op": op, "input": input});
-    let operation = Operation::from_wire_name(op).unwrap();
-    if operation.is_mutating() {
-        request["idempotency_key"] = json!(format!("key-{}", ulid::Ulid::new()));
-    }
-    if operation.needs_context() {
-        request["context"] = context();
-    }
-    let response = service.handle_value(request, "req_transport");
-    let envelope = serde_json::to_value(&response).unwrap();
-    schema::validate_response(&envelope).unwrap_or_else(|v| panic!("response violates the schema: {v}\n{envelope}"));
-    if let Some(result) = &response.result {
-        schema::validate_result(operation, result).unwrap_or_else(|v| panic!("{op} result: {v}\n{result}"));
-    }
-    response
+    let needs_context = Operation::from_wire_name(op).unwrap().needs_context();
+    let context = context();
+    checked(service, envelope(op, input, needs_context.then_some(&context), None))
 }
 
 fn ok(service: &Service, op: &str, input: Value) -> Value {
-    let response = call(service, op, input.clone());
-    assert!(response.ok, "{op} {input} failed: {:?}", response.error);
-    response.result.unwrap()
+    let request = json!({"op": op, "input": input});
+    result_of(call(service, op, input), &request)
 }
 
 fn put(service: &Service, text: &str) -> Value {
@@ -326,7 +314,8 @@ fn the_schema_operation_serves_a_superset_of_the_reference_bundle() {
             "{group}: the reference's operations plus the extensions"
         );
     }
-    let examples: Vec<Value> = serde_json::from_str(include_str!("../protocol/schema/testdata/requests.json")).unwrap();
+    let examples: Vec<Value> =
+        serde_json::from_str(include_str!("../../protocol/schema/testdata/requests.json")).unwrap();
     let (reference_request, our_request) = (compile(&reference["request"]), compile(&served["request"]));
     let mut checked = 0;
     for request in examples {

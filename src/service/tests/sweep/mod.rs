@@ -25,8 +25,8 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use super::Service;
 use crate::protocol::{ErrorCode, Operation, Response, TRANSPORT_REQUEST_ID, limits, schema};
+use crate::service::Service;
 
 /// What a generated request must get back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,29 +1,27 @@
 //! The protocol on a PostgreSQL store: the operations already written against both backends
 //! behave as on SQLite, across two front ends (two `Service`s on one database).
 
+mod browse;
+mod outage;
+mod purge;
+
 use std::sync::{Arc, Barrier};
 
 use serde_json::{Value, json};
 
-use super::Service;
-use crate::protocol::{ErrorCode, Response, schema};
+use crate::protocol::ErrorCode;
+use crate::service::Service;
+use crate::service::tests::support::result_of;
 use crate::testkit::postgres::FrontEnds;
 
 fn context() -> Value {
     json!({"workspace_id": "wsp_test", "project_id": "prj_test"})
 }
 
-fn call(service: &Service, request: Value) -> Response {
-    let response = service.handle_value(request, "req_transport");
-    let envelope = serde_json::to_value(&response).unwrap();
-    schema::validate_response(&envelope).unwrap_or_else(|v| panic!("response violates the schema: {v}\n{envelope}"));
-    response
-}
+use super::support::checked as call;
 
 fn ok(service: &Service, request: Value) -> Value {
-    let response = call(service, request.clone());
-    assert!(response.ok, "request {request} failed: {:?}", response.error);
-    response.result.unwrap()
+    result_of(call(service, request.clone()), &request)
 }
 
 fn put(service: &Service, key: &str, text: &str) -> Value {

@@ -3,49 +3,45 @@
 
 use serde_json::{Value, json};
 
-use super::Service;
-use crate::protocol::{Operation, Response, schema};
+use crate::protocol::Response;
+use crate::service::Service;
+use crate::service::tests::support::{Backend, TestStore, checked, envelope, result_of, warning_codes};
 
 fn context() -> Value {
     json!({"workspace_id": "wsp_purge", "project_id": "prj_purge"})
 }
 
 fn call(service: &Service, op: &str, input: Value) -> Response {
-    let operation = Operation::from_wire_name(op).unwrap();
-    let mut request = json!({"request_id": "req_purge", "op": op, "input": input, "context": context()});
-    if operation.is_mutating() {
-        request["idempotency_key"] = json!(format!("key-{}", ulid::Ulid::new()));
-    }
-    let response = service.handle_value(request, "req_transport");
-    let envelope = serde_json::to_value(&response).unwrap();
-    schema::validate_response(&envelope).unwrap_or_else(|v| panic!("response violates the schema: {v}\n{envelope}"));
-    if let Some(result) = &response.result {
-        schema::validate_result(operation, result).unwrap_or_else(|v| panic!("{op} result: {v}\n{result}"));
-    }
-    response
+    checked(service, envelope(op, input, Some(&context()), None))
 }
 
 fn ok(service: &Service, op: &str, input: Value) -> (Value, Vec<String>) {
-    let response = call(service, op, input.clone());
-    assert!(response.ok, "{op} {input} failed: {:?}", response.error);
-    let codes = response.warnings.iter().map(|w| w.code.clone()).collect();
-    (response.result.unwrap(), codes)
+    let request = json!({"op": op, "input": input});
+    let response = call(service, op, input);
+    let codes = warning_codes(&response);
+    (result_of(response, &request), codes)
 }
 
+/// An artifact whose text a claim cites, on any store.
 struct Fixture {
-    _dir: tempfile::TempDir,
-    service: Service,
+    store: TestStore,
     artifact: String,
     revision: String,
 }
 
-/// An artifact whose text a claim cites.
-fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let service = Service::open(&dir.path().join("data")).unwrap();
+impl std::ops::Deref for Fixture {
+    type Target = TestStore;
+
+    fn deref(&self) -> &TestStore {
+        &self.store
+    }
+}
+
+fn seeded(store: TestStore) -> Fixture {
+    let service = &store.service;
     let text = "Harbor keeps the ledger in SQLite and rotates the signing key weekly.";
     let (put, _) = ok(
-        &service,
+        service,
         "artifact.put",
         json!({"kind": "note", "title": "Ledger notes", "content": {"type": "text", "data": text}}),
     );
@@ -53,21 +49,24 @@ fn fixture() -> Fixture {
     let revision = put["revision_id"].as_str().unwrap().to_owned();
     let evidence = json!([{"artifact_id": artifact, "revision_id": revision, "start_byte": 0, "end_byte": 25}]);
     ok(
-        &service,
+        service,
         "claim.assert",
         json!({"claim_type": "fact", "statement": "Harbor keeps the ledger in SQLite", "evidence": evidence}),
     );
     Fixture {
-        _dir: dir,
-        service,
+        store,
         artifact,
         revision,
     }
 }
 
-#[test]
-fn recall_keeps_a_claim_whose_evidence_was_purged_but_shows_no_excerpt_and_warns() {
-    let f = fixture();
+/// The fixture on SQLite (a test that holds a SQLite reader open).
+fn fixture() -> Fixture {
+    seeded(TestStore::open(Backend::Sqlite).unwrap())
+}
+
+backend_test!(fn recall_keeps_a_claim_whose_evidence_was_purged_but_shows_no_excerpt_and_warns(store) {
+    let f = seeded(store);
     let (before, _) = ok(&f.service, "memory.recall", json!({"query": "ledger SQLite"}));
     assert!(before["claims"][0]["evidence"][0]["excerpt"].is_string(), "{before}");
     ok(
@@ -85,7 +84,7 @@ fn recall_keeps_a_claim_whose_evidence_was_purged_but_shows_no_excerpt_and_warns
         !search.to_string().contains(&f.artifact),
         "a purged artifact is never retrieved: {search}"
     );
-}
+});
 
 #[test]
 fn an_incomplete_erasure_is_acknowledged_with_a_warning_and_finished_by_purging_again() {
@@ -122,9 +121,8 @@ fn an_incomplete_erasure_is_acknowledged_with_a_warning_and_finished_by_purging_
     assert_eq!(verify["ok"], true, "{verify}");
 }
 
-#[test]
-fn a_replayed_acknowledgement_of_a_purged_artifact_says_it_was_purged() {
-    let f = fixture();
+backend_test!(fn a_replayed_acknowledgement_of_a_purged_artifact_says_it_was_purged(store) {
+    let f = seeded(store);
     let request = json!({"request_id": "r", "op": "artifact.revise", "idempotency_key": "rev-1", "context": context(),
         "input": {"artifact_id": f.artifact, "if_revision": f.revision, "content": {"type": "text", "data": "v2"}}});
     assert!(f.service.handle_value(request.clone(), "t").ok);
@@ -141,7 +139,7 @@ fn a_replayed_acknowledgement_of_a_purged_artifact_says_it_was_purged() {
         "{:?}",
         replay.warnings
     );
-}
+});
 
 /// The browsing, purge and export/import extensions decode into their typed outputs through
 /// the typed client, so an in-crate client (MCP, inspector, CLI) never reads them as loose JSON.

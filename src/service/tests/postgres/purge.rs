@@ -8,8 +8,9 @@ use std::path::Path;
 use postgres::{Client, NoTls};
 use serde_json::{Value, json};
 
-use super::Service;
-use crate::protocol::{ErrorCode, Operation, Response, schema};
+use crate::protocol::{ErrorCode, Response};
+use crate::service::Service;
+use crate::service::tests::support::{checked, envelope, result_of, warning_codes};
 use crate::store::Store;
 use crate::testkit::postgres::FrontEnds;
 
@@ -17,28 +18,15 @@ use crate::testkit::postgres::FrontEnds;
 const SECRET: &str = "zq7secrettokenc0ffee9d2b71e4a5f";
 
 fn call_keyed(service: &Service, op: &str, key: Option<&str>, input: Value) -> Response {
-    let operation = Operation::from_wire_name(op).unwrap();
-    let mut request = json!({"request_id": "req_purge", "op": op, "input": input,
-                             "context": {"workspace_id": "wsp_purge", "project_id": "prj_purge"}});
-    if operation.is_mutating() {
-        let key = key.map_or_else(|| format!("key-{}", ulid::Ulid::new()), str::to_owned);
-        request["idempotency_key"] = json!(key);
-    }
-    let response = service.handle_value(request, "req_transport");
-    let envelope = serde_json::to_value(&response).unwrap();
-    schema::validate_response(&envelope).unwrap_or_else(|v| panic!("response violates the schema: {v}\n{envelope}"));
-    if let Some(result) = &response.result {
-        schema::validate_result(operation, result).unwrap_or_else(|v| panic!("{op} result: {v}\n{result}"));
-    }
-    response
+    let context = json!({"workspace_id": "wsp_purge", "project_id": "prj_purge"});
+    checked(service, envelope(op, input, Some(&context), key))
 }
 
 fn ok_keyed(service: &Service, op: &str, key: Option<&str>, input: Value) -> (Value, Vec<String>) {
-    let response = call_keyed(service, op, key, input.clone());
-    let shown: String = input.to_string().chars().take(300).collect();
-    assert!(response.ok, "{op} {shown} failed: {:?}", response.error);
-    let codes = response.warnings.iter().map(|w| w.code.clone()).collect();
-    (response.result.unwrap(), codes)
+    let request = json!({"op": op, "input": input});
+    let response = call_keyed(service, op, key, input);
+    let codes = warning_codes(&response);
+    (result_of(response, &request), codes)
 }
 
 fn ok(service: &Service, op: &str, input: Value) -> (Value, Vec<String>) {

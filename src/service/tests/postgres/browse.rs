@@ -12,8 +12,8 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::{Value, json};
 
-use super::{Runtime, Service};
 use crate::protocol::{Response, schema};
+use crate::service::{Runtime, Service};
 use crate::store::Store;
 use crate::testkit::postgres::TestCluster;
 

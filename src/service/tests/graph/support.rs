@@ -54,7 +54,7 @@ impl Fixture {
     }
 
     pub fn call(&self, request: Value) -> Response {
-        self.service.handle_value(request, "req_transport")
+        crate::service::tests::support::checked(&self.service, request)
     }
 
     /// The result of a request that must succeed.
