@@ -108,7 +108,25 @@ pub struct TestStore {
     _cluster: Option<crate::testkit::postgres::FrontEnds>,
 }
 
+/// What keeps a [`TestStore`]'s store alive once its service is taken out; drop it after
+/// the service.
+pub struct Keep {
+    _dir: Option<tempfile::TempDir>,
+    _cluster: Option<crate::testkit::postgres::FrontEnds>,
+}
+
 impl TestStore {
+    /// The service, and what keeps its store alive.
+    pub fn into_parts(self) -> (Service, Keep) {
+        (
+            self.service,
+            Keep {
+                _dir: self._dir,
+                _cluster: self._cluster,
+            },
+        )
+    }
+
     /// A fresh store of `backend`; `None` after a visible skip when PostgreSQL is missing
     /// (never in CI, where a missing part fails: `testkit::parts`).
     pub fn open(backend: Backend) -> Option<TestStore> {

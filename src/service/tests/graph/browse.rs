@@ -25,9 +25,8 @@ fn ids(list: &Value, key: &str, id: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn artifact_list_shows_current_revisions_newest_first_without_content_and_pages_with_a_total() {
-    let f = fixture();
+backend_test!(fn artifact_list_shows_current_revisions_newest_first_without_content_and_pages_with_a_total(store) {
+    let f = Fixture::on(store);
     let main = main_ctx();
     let first = f.put_artifact(&main, "first");
     let second = f.put_artifact(&main, "second");
@@ -58,11 +57,10 @@ fn artifact_list_shows_current_revisions_newest_first_without_content_and_pages_
     );
     assert_eq!(rest["truncated"], false);
     assert!(rest.get("next_before_commit_seq").is_none());
-}
+});
 
-#[test]
-fn artifact_list_filters_by_status_and_kind_and_respects_the_horizon() {
-    let f = fixture();
+backend_test!(fn artifact_list_filters_by_status_and_kind_and_respects_the_horizon(store) {
+    let f = Fixture::on(store);
     let main = main_ctx();
     let kept = f.put_artifact(&main, "kept");
     let gone = f.put_artifact(&main, "gone");
@@ -92,11 +90,10 @@ fn artifact_list_filters_by_status_and_kind_and_respects_the_horizon() {
     assert_eq!(wide["total"], 3);
     let refused = f.err(f.read(&main, "artifact.list", json!({"horizon": "workspace"})));
     assert_eq!(refused.code.as_str(), "INVALID_REQUEST");
-}
+});
 
-#[test]
-fn claim_list_filters_by_type_status_and_validity_and_reports_the_temporal_state() {
-    let f = fixture();
+backend_test!(fn claim_list_filters_by_type_status_and_validity_and_reports_the_temporal_state(store) {
+    let f = Fixture::on(store);
     let main = main_ctx();
     let assert = |input: Value| f.ok(f.mutation(&main, "claim.assert", input));
     let current = assert(json!({"claim_type": "fact", "statement": "current fact"}));
@@ -142,11 +139,10 @@ fn claim_list_filters_by_type_status_and_validity_and_reports_the_temporal_state
     let listed = f.browse(&main, "claim.list", json!({"temporal_state": "future"}));
     assert_eq!(listed["claims"][0]["temporal_state"], "future");
     assert_eq!(listed["claims"][0]["is_current_revision"], true);
-}
+});
 
-#[test]
-fn claim_list_finds_every_revision_citing_an_artifact_revision() {
-    let f = fixture();
+backend_test!(fn claim_list_finds_every_revision_citing_an_artifact_revision(store) {
+    let f = Fixture::on(store);
     let main = main_ctx();
     let source = f.put_artifact(&main, "The cache TTL is 30 seconds.");
     let other = f.put_artifact(&main, "unrelated");
@@ -178,11 +174,10 @@ fn claim_list_finds_every_revision_citing_an_artifact_revision() {
     assert_eq!(item["revision_id"], citing["revision_id"]);
     assert_eq!(item["is_current_revision"], false);
     assert_eq!(item["evidence"][0]["start_byte"], 4);
-}
+});
 
-#[test]
-fn event_list_shows_visible_mutations_newest_first_and_filters_by_entity() {
-    let f = fixture();
+backend_test!(fn event_list_shows_visible_mutations_newest_first_and_filters_by_entity(store) {
+    let f = Fixture::on(store);
     let main = main_ctx();
     let note = f.put_artifact(&main, "note");
     let fact = f.assert_claim(&main, "a fact");
@@ -221,4 +216,4 @@ fn event_list_shows_visible_mutations_newest_first_and_filters_by_entity() {
     assert_eq!(older["events"][0]["event_type"], "claim.assert");
     let everywhere = f.browse(&main, "event.list", json!({"horizon": "personal", "reason": "audit"}));
     assert_eq!(everywhere["events"].as_array().unwrap().len(), 5);
-}
+});

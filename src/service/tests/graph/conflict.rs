@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::support::{claim, ctx, fixture, ids, main_ctx};
+use super::support::{Fixture, claim, ctx, ids, main_ctx};
 use crate::protocol::{ErrorCode, Horizon};
 use crate::store::conflict::{OpenConflict, open_conflicts_for_claims};
 use crate::store::scope::Owner;
@@ -10,19 +10,18 @@ use crate::store::scope::Owner;
 fn case_events(f: &super::support::Fixture) -> Vec<(String, String)> {
     f.service
         .store()
-        .read(|conn| {
-            let mut stmt = conn.prepare("SELECT event_type, reason FROM conflict_events ORDER BY seq")?;
-            let rows = stmt
-                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            Ok(rows)
+        .read_db(|db| {
+            db.query_values(
+                "SELECT event_type, reason FROM conflict_events ORDER BY seq",
+                &[],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
         })
         .unwrap()
 }
 
-#[test]
-fn the_full_lifecycle_freezes_stales_reopens_and_resolves() {
-    let f = fixture();
+backend_test!(fn the_full_lifecycle_freezes_stales_reopens_and_resolves(store) {
+    let f = Fixture::on(store);
     let c = main_ctx();
     let a = f.assert_claim(&c, "The cache TTL is 30 seconds.");
     let b = f.assert_claim(&c, "The cache TTL is 60 seconds.");
@@ -102,11 +101,10 @@ fn the_full_lifecycle_freezes_stales_reopens_and_resolves() {
         f.count("SELECT count(*) FROM claims WHERE status NOT IN ('active', 'superseded', 'retracted')"),
         0
     );
-}
+});
 
-#[test]
-fn cases_page_by_case_sequence_with_exact_boundaries_and_an_empty_final_page() {
-    let f = fixture();
+backend_test!(fn cases_page_by_case_sequence_with_exact_boundaries_and_an_empty_final_page(store) {
+    let f = Fixture::on(store);
     let c = main_ctx();
     let mut relations = Vec::new();
     for n in 0..3 {
@@ -130,11 +128,10 @@ fn cases_page_by_case_sequence_with_exact_boundaries_and_an_empty_final_page() {
     let empty = f.conflicts(&c, json!({"limit": 2, "before_case_sequence": last_seq}));
     assert_eq!(empty["conflicts"], json!([]));
     assert_eq!(empty["truncated"], json!(false));
-}
+});
 
-#[test]
-fn conflict_visibility_follows_the_relation_context_and_broad_horizons_need_a_reason() {
-    let f = fixture();
+backend_test!(fn conflict_visibility_follows_the_relation_context_and_broad_horizons_need_a_reason(store) {
+    let f = Fixture::on(store);
     let home = main_ctx();
     let other = ctx("prj_other", None);
     let a = f.assert_claim(&other, "a")["claim_id"].clone();
@@ -182,7 +179,7 @@ fn conflict_visibility_follows_the_relation_context_and_broad_horizons_need_a_re
         json!({"horizon": "personal", "reason": "x", "before_case_sequence": 1}),
     );
     assert!(personal_empty.get("broaden_hint").is_none());
-}
+});
 
 fn owner(project: &str) -> Owner {
     Owner {
@@ -197,13 +194,12 @@ fn lookup(f: &super::support::Fixture, claims: &[&Value], project: &str, horizon
     let ids: Vec<String> = claims.iter().map(|c| c.as_str().unwrap().to_owned()).collect();
     f.service
         .store()
-        .read(|conn| open_conflicts_for_claims(conn, &ids, &owner(project), horizon))
+        .read_db(|db| open_conflicts_for_claims(db, &ids, &owner(project), horizon))
         .unwrap()
 }
 
-#[test]
-fn the_retrieval_lookup_returns_live_cases_once_in_relation_order_within_the_horizon() {
-    let f = fixture();
+backend_test!(fn the_retrieval_lookup_returns_live_cases_once_in_relation_order_within_the_horizon(store) {
+    let f = Fixture::on(store);
     let c = main_ctx();
     let a = f.assert_claim(&c, "a")["claim_id"].clone();
     let b = f.assert_claim(&c, "b")["claim_id"].clone();
@@ -230,4 +226,4 @@ fn the_retrieval_lookup_returns_live_cases_once_in_relation_order_within_the_hor
     assert_ne!(after_revise[0].case_id, found[0].case_id);
     f.retract_claim(&c, &a);
     assert!(lookup(&f, &[&a, &b, &d], "prj_main", Horizon::Ambient).is_empty());
-}
+});

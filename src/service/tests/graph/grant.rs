@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::support::{Fixture, artifact, claim, fixture, main_ctx};
+use super::support::{Fixture, artifact, claim, main_ctx};
 use crate::protocol::{ErrorCode, Response};
 use crate::service::{Grant, OUTSIDE_GRANT_REASON, Service};
 
@@ -69,9 +69,8 @@ fn ids(result: &Option<Value>) -> Vec<String> {
     out
 }
 
-#[test]
-fn a_restricted_view_serves_its_own_workspace_like_the_whole_service() {
-    let f = fixture();
+backend_test!(fn a_restricted_view_serves_its_own_workspace_like_the_whole_service(store) {
+    let f = Fixture::on(store);
     let view = restricted(&f);
     let call = |request: Value| view.handle_value(request, "req_transport");
     let put = call(f.mutation(&main_ctx(), "artifact.put", json!({"kind": "note", "title": "Framing", "content": {"type": "text", "data": "frames carry a length prefix"}})));
@@ -120,11 +119,10 @@ fn a_restricted_view_serves_its_own_workspace_like_the_whole_service() {
         }
         assert_eq!(timeless(restricted.result), timeless(whole.result), "{request}");
     }
-}
+});
 
-#[test]
-fn a_restricted_view_refuses_what_reaches_another_workspace_and_writes_nothing() {
-    let f = fixture();
+backend_test!(fn a_restricted_view_refuses_what_reaches_another_workspace_and_writes_nothing(store) {
+    let f = Fixture::on(store);
     let art = f.put_artifact(&foreign_ctx(), SECRET);
     let clm = f.assert_claim(&foreign_ctx(), SECRET);
     let (art_id, art_rev, clm_id) = (&art["artifact_id"], &art["revision_id"], &clm["claim_id"]);
@@ -186,4 +184,4 @@ fn a_restricted_view_refuses_what_reaches_another_workspace_and_writes_nothing()
         f.call(json!({"request_id": "r", "op": "claim.get", "input": {"claim_id": clm_id}}))
             .ok
     );
-}
+});

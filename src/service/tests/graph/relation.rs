@@ -2,12 +2,11 @@
 
 use serde_json::{Value, json};
 
-use super::support::{artifact, claim, ctx, fixture, ids, main_ctx};
+use super::support::{Fixture, artifact, claim, ctx, ids, main_ctx};
 use crate::protocol::ErrorCode;
 
-#[test]
-fn put_records_the_edge_with_its_creator_context_and_one_event_carrying_the_record() {
-    let f = fixture();
+backend_test!(fn put_records_the_edge_with_its_creator_context_and_one_event_carrying_the_record(store) {
+    let f = Fixture::on(store);
     let context = json!({"workspace_id": "wsp_test", "project_id": "prj_main", "component": "api", "pins": ["art_x"]});
     let note = f.put_artifact(&context, "source");
     let fact = f.assert_claim(&context, "derived");
@@ -32,23 +31,22 @@ fn put_records_the_edge_with_its_creator_context_and_one_event_carrying_the_reco
     let payload: String = f
         .service
         .store()
-        .read(|conn| {
-            Ok(conn.query_row(
+        .read_db(|db| {
+            db.query_one(
                 "SELECT payload_json FROM events WHERE event_type = 'relation.put' AND entity_type = 'relation' AND actor IS NULL",
-                [],
+                &[],
                 |r| r.get(0),
-            )?)
+            )
         })
         .unwrap();
     let mut record = put.clone();
     record.as_object_mut().unwrap().remove("created");
     record.as_object_mut().unwrap().remove("commit_seq");
     assert_eq!(serde_json::from_str::<Value>(&payload).unwrap(), record);
-}
+});
 
-#[test]
-fn every_relation_type_connects_the_endpoints_it_allows() {
-    let f = fixture();
+backend_test!(fn every_relation_type_connects_the_endpoints_it_allows(store) {
+    let f = Fixture::on(store);
     let c = main_ctx();
     let a1 = f.put_artifact(&c, "one")["artifact_id"].clone();
     let a2 = f.put_artifact(&c, "two")["artifact_id"].clone();
@@ -70,11 +68,10 @@ fn every_relation_type_connects_the_endpoints_it_allows() {
                 .ends_with(&format!("{relation} relations require claim-to-claim endpoints"))
         );
     }
-}
+});
 
-#[test]
-fn re_putting_an_identical_edge_under_a_new_key_returns_the_original_and_writes_nothing() {
-    let f = fixture();
+backend_test!(fn re_putting_an_identical_edge_under_a_new_key_returns_the_original_and_writes_nothing(store) {
+    let f = Fixture::on(store);
     let c = main_ctx();
     let a = f.put_artifact(&c, "a")["artifact_id"].clone();
     let b = f.put_artifact(&c, "b")["artifact_id"].clone();
@@ -114,11 +111,10 @@ fn re_putting_an_identical_edge_under_a_new_key_returns_the_original_and_writes_
         "relation {} already exists with different metadata",
         first["relation_id"].as_str().unwrap()
     )));
-}
+});
 
-#[test]
-fn shape_and_lifecycle_rules_refuse_without_writing() {
-    let f = fixture();
+backend_test!(fn shape_and_lifecycle_rules_refuse_without_writing(store) {
+    let f = Fixture::on(store);
     let c = main_ctx();
     let a = f.assert_claim(&c, "a")["claim_id"].clone();
     let b = f.assert_claim(&c, "b")["claim_id"].clone();
@@ -156,11 +152,10 @@ fn shape_and_lifecycle_rules_refuse_without_writing() {
     f.relate(&c, claim(&a), "references", claim(&b));
     assert_eq!(f.last_commit_seq(), before_terminal + 1);
     assert_eq!(f.count("SELECT count(*) FROM relations"), 1);
-}
+});
 
-#[test]
-fn supersedes_marks_the_target_superseded_and_resolves_its_open_cases() {
-    let f = fixture();
+backend_test!(fn supersedes_marks_the_target_superseded_and_resolves_its_open_cases(store) {
+    let f = Fixture::on(store);
     let c = main_ctx();
     let old = f.assert_claim(&c, "TTL is 30s")["claim_id"].clone();
     let rival = f.assert_claim(&c, "TTL is 60s")["claim_id"].clone();
@@ -181,11 +176,10 @@ fn supersedes_marks_the_target_superseded_and_resolves_its_open_cases() {
     );
     let resolved_at: i64 = f.count("SELECT operation_commit_seq FROM conflict_events WHERE event_type = 'resolved'");
     assert_eq!(json!(resolved_at), put["commit_seq"]);
-}
+});
 
-#[test]
-fn list_filters_by_direction_and_relation_newest_first() {
-    let f = fixture();
+backend_test!(fn list_filters_by_direction_and_relation_newest_first(store) {
+    let f = Fixture::on(store);
     let c = main_ctx();
     let hub = f.assert_claim(&c, "hub")["claim_id"].clone();
     let x = f.put_artifact(&c, "x")["artifact_id"].clone();
@@ -217,11 +211,10 @@ fn list_filters_by_direction_and_relation_newest_first() {
     // The entity type is part of the anchor: an artifact anchor sees only its own edges.
     let art = list(json!({"entity_type": "artifact", "entity_id": x}));
     assert_eq!(ids(&art["relations"], "relation_id"), vec![out1]);
-}
+});
 
-#[test]
-fn list_pages_with_an_exclusive_cursor_including_exact_boundaries_and_an_empty_final_page() {
-    let f = fixture();
+backend_test!(fn list_pages_with_an_exclusive_cursor_including_exact_boundaries_and_an_empty_final_page(store) {
+    let f = Fixture::on(store);
     let c = main_ctx();
     let hub = f.put_artifact(&c, "hub")["artifact_id"].clone();
     let mut seqs = Vec::new();
@@ -254,11 +247,10 @@ fn list_pages_with_an_exclusive_cursor_including_exact_boundaries_and_an_empty_f
     assert_eq!(empty["relations"], json!([]));
     assert_eq!(empty["truncated"], json!(false));
     assert!(empty["broaden_hint"].as_str().unwrap().contains("\"workspace\""));
-}
+});
 
-#[test]
-fn list_input_errors_come_before_missing_context_and_bounds_are_checked() {
-    let f = fixture();
+backend_test!(fn list_input_errors_come_before_missing_context_and_bounds_are_checked(store) {
+    let f = Fixture::on(store);
     let no_context = |op: &str, input: Value| f.err(json!({"request_id": "r", "op": op, "input": input})).code;
     assert_eq!(
         no_context("relation.list", json!({"entity_type": "claim"})),
@@ -307,11 +299,10 @@ fn list_input_errors_come_before_missing_context_and_bounds_are_checked() {
     assert_eq!(missing.message, "not found: artifact art_missing");
     let limit_100 = f.relations(&c, json!({"entity_type": "claim", "entity_id": a, "limit": 100}));
     assert_eq!(limit_100["relations"], json!([]));
-}
+});
 
-#[test]
-fn relation_rows_are_filtered_by_their_creator_context_not_their_endpoints() {
-    let f = fixture();
+backend_test!(fn relation_rows_are_filtered_by_their_creator_context_not_their_endpoints(store) {
+    let f = Fixture::on(store);
     let project = main_ctx();
     let t1 = ctx("prj_main", Some("tsk_1"));
     let t2 = ctx("prj_main", Some("tsk_2"));
@@ -331,11 +322,10 @@ fn relation_rows_are_filtered_by_their_creator_context_not_their_endpoints() {
     let context = response.context.unwrap();
     assert!(context.broadened);
     assert_eq!(response.result.unwrap()["relations"].as_array().unwrap().len(), 2);
-}
+});
 
-#[test]
-fn a_foreign_anchor_is_a_scope_violation_unless_pinned_and_pins_never_expose_its_graph() {
-    let f = fixture();
+backend_test!(fn a_foreign_anchor_is_a_scope_violation_unless_pinned_and_pins_never_expose_its_graph(store) {
+    let f = Fixture::on(store);
     let home = main_ctx();
     let other = ctx("prj_other", None);
     let foreign = f.put_artifact(&other, "foreign secret text")["artifact_id"].clone();
@@ -384,4 +374,4 @@ fn a_foreign_anchor_is_a_scope_violation_unless_pinned_and_pins_never_expose_its
     let page = f.relations(&home, workspace);
     assert_eq!(page["horizon"], json!("workspace"));
     assert_eq!(ids(&page["relations"], "relation_id"), vec![edge]);
-}
+});

@@ -8,7 +8,7 @@
 
 use serde_json::{Value, json};
 
-use super::support::{Fixture, artifact, claim, ctx, fixture};
+use super::support::{Fixture, artifact, claim, ctx};
 use crate::protocol::ErrorCode;
 
 const SECRET: &str = "the deploy password is hunter2";
@@ -101,9 +101,8 @@ fn assert_all_refused(f: &Fixture, ambient: &Value, target: &Owned, local: &Owne
     assert_eq!(f.count("SELECT count(*) FROM claims WHERE status <> 'active'"), 0);
 }
 
-#[test]
-fn a_sibling_project_is_a_scope_violation_for_every_scoped_mutation() {
-    let f = fixture();
+backend_test!(fn a_sibling_project_is_a_scope_violation_for_every_scoped_mutation(store) {
+    let f = Fixture::on(store);
     let home = ctx("prj_home", None);
     let sibling = ctx("prj_sibling", None);
     let local = seed(&f, &home);
@@ -116,11 +115,10 @@ fn a_sibling_project_is_a_scope_violation_for_every_scoped_mutation() {
         "workspace=wsp_test/project=prj_sibling/task=<project>",
         "workspace=wsp_test/project=prj_home/task=<project>",
     );
-}
+});
 
-#[test]
-fn a_sibling_task_is_a_scope_violation_for_every_scoped_mutation() {
-    let f = fixture();
+backend_test!(fn a_sibling_task_is_a_scope_violation_for_every_scoped_mutation(store) {
+    let f = Fixture::on(store);
     let t1 = ctx("prj_home", Some("tsk_1"));
     let t2 = ctx("prj_home", Some("tsk_2"));
     let local = seed(&f, &t1);
@@ -133,11 +131,10 @@ fn a_sibling_task_is_a_scope_violation_for_every_scoped_mutation() {
         "workspace=wsp_test/project=prj_home/task=tsk_2",
         "workspace=wsp_test/project=prj_home/task=tsk_1",
     );
-}
+});
 
-#[test]
-fn a_project_context_maintains_task_entities_and_a_task_maintains_project_entities() {
-    let f = fixture();
+backend_test!(fn a_project_context_maintains_task_entities_and_a_task_maintains_project_entities(store) {
+    let f = Fixture::on(store);
     let project = ctx("prj_home", None);
     let task = ctx("prj_home", Some("tsk_1"));
     let task_owned = seed(&f, &task);
@@ -160,11 +157,10 @@ fn a_project_context_maintains_task_entities_and_a_task_maintains_project_entiti
     }
     assert_eq!(f.get_claim(&project_target.clm)["status"], json!("retracted"));
     assert_eq!(f.get_claim(&task_owned.clm)["status"], json!("superseded"));
-}
+});
 
-#[test]
-fn exact_gets_are_global_and_pins_never_grant_write_scope() {
-    let f = fixture();
+backend_test!(fn exact_gets_are_global_and_pins_never_grant_write_scope(store) {
+    let f = Fixture::on(store);
     let home = ctx("prj_home", None);
     let foreign = seed(&f, &ctx("prj_other", None));
     let local = seed(&f, &home);
@@ -189,11 +185,10 @@ fn exact_gets_are_global_and_pins_never_grant_write_scope() {
         json!({}),
     );
     assert_eq!(f.err(relate).code, ErrorCode::ScopeViolation);
-}
+});
 
-#[test]
-fn a_missing_endpoint_is_not_found_even_when_the_other_is_foreign() {
-    let f = fixture();
+backend_test!(fn a_missing_endpoint_is_not_found_even_when_the_other_is_foreign(store) {
+    let f = Fixture::on(store);
     let home = ctx("prj_home", None);
     let foreign = seed(&f, &ctx("prj_other", None));
     let request = f.relate_request(
@@ -206,4 +201,4 @@ fn a_missing_endpoint_is_not_found_even_when_the_other_is_foreign() {
     let error = f.err(request);
     assert_eq!(error.code, ErrorCode::NotFound);
     assert_eq!(error.message, "not found: claim clm_nope");
-}
+});

@@ -8,18 +8,35 @@ use crate::protocol::{ErrorBody, Response};
 use crate::service::Service;
 
 pub struct Fixture {
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
     pub service: Service,
     next_key: Cell<u64>,
+    /// The store of a fixture made [`Fixture::on`] a `backend_test!` store (after `service`:
+    /// it outlives it).
+    _keep: Option<crate::service::tests::support::Keep>,
 }
 
 pub fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let service = Service::open(&dir.path().join("data")).unwrap();
     Fixture {
-        _dir: dir,
+        _dir: Some(dir),
         service,
         next_key: Cell::new(0),
+        _keep: None,
+    }
+}
+
+impl Fixture {
+    /// A fixture on a `backend_test!` store.
+    pub fn on(store: crate::service::tests::support::TestStore) -> Fixture {
+        let (service, keep) = store.into_parts();
+        Fixture {
+            _dir: None,
+            service,
+            next_key: Cell::new(0),
+            _keep: Some(keep),
+        }
     }
 }
 
@@ -153,7 +170,7 @@ impl Fixture {
     pub fn count(&self, sql: &str) -> i64 {
         self.service
             .store()
-            .read(|conn| Ok(conn.query_row(sql, [], |r| r.get(0))?))
+            .read_db(|db| db.query_one(sql, &[], |r| r.get(0)))
             .unwrap()
     }
 

@@ -280,18 +280,6 @@ fn search_recall_and_context_build_run_the_same_pipeline_on_postgresql_full_text
 }
 
 #[test]
-fn a_read_ahead_of_every_commit_is_index_not_ready_on_postgresql_too() {
-    let Some(f) = FrontEnds::start(1) else { return };
-    let ack = put(&f.services[0], "k", "something");
-    let ahead = call(
-        &f.services[0],
-        json!({"request_id": "r", "op": "search", "context": context(),
-               "input": {"query": "something", "min_commit_seq": ack["commit_seq"].as_i64().unwrap() + 1}}),
-    );
-    assert_eq!(ahead.error.unwrap().code, ErrorCode::IndexNotReady);
-}
-
-#[test]
 fn reindex_runs_on_postgresql_and_another_front_end_searches_the_rebuilt_projection() {
     let Some(f) = FrontEnds::start(2) else { return };
     put(&f.services[0], "k", "something to reindex");

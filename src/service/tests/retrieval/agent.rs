@@ -156,9 +156,8 @@ fn retrieve_recovers_exact_claim_evidence_only_while_no_claim_qualifies() {
     assert!(answered.get("profile").is_none());
 }
 
-#[test]
-fn recovery_withholds_evidence_that_shares_no_word_with_the_question_and_keeps_to_its_budget() {
-    let f = fixture();
+backend_test!(fn recovery_withholds_evidence_that_shares_no_word_with_the_question_and_keeps_to_its_budget(store) {
+    let f = Fixture::on(store);
     let runbook = f.put(&main_ctx(), "note", "Deploy runbook", RUNBOOK);
     // The claim matches "deploys"; its evidence span does not.
     f.claim(
@@ -184,7 +183,7 @@ fn recovery_withholds_evidence_that_shares_no_word_with_the_question_and_keeps_t
     assert_eq!(recovery["returned_content_bytes"], 15);
     // Presence still comes from the question alone.
     assert_eq!(routed["presence"], "none");
-}
+});
 
 #[test]
 fn a_question_about_the_current_source_gets_a_next_action_but_no_recovery() {
@@ -231,9 +230,8 @@ fn probe_and_retrieve_refuse_out_of_range_bounds_and_a_reformulation_equal_to_th
     assert_eq!(error.code, ErrorCode::InvalidRequest);
 }
 
-#[test]
-fn a_retrieve_that_routes_its_own_question_recovers_through_the_leads_a_probe_of_it_finds() {
-    let f = fixture();
+backend_test!(fn a_retrieve_that_routes_its_own_question_recovers_through_the_leads_a_probe_of_it_finds(store) {
+    let f = Fixture::on(store);
     // Twelve claims over their own notes, each matching one word of the question (more
     // than a probe's leads), and notes of their own that match one word too.
     let words = ["deploys", "rollback", "window", "friday"];
@@ -279,4 +277,4 @@ fn a_retrieve_that_routes_its_own_question_recovers_through_the_leads_a_probe_of
         assert_eq!(expected.is_empty(), leads <= 2, "{probed:#}");
         assert_eq!(field(&recovery["evidence"], "citation"), expected, "{leads}");
     }
-}
+});

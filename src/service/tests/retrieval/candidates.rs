@@ -149,9 +149,8 @@ fn recall_candidates_never_change_presence_none() {
     );
 }
 
-#[test]
-fn recall_refuses_candidate_counts_outside_zero_to_sixteen() {
-    let f = fixture();
+backend_test!(fn recall_refuses_candidate_counts_outside_zero_to_sixteen(store) {
+    let f = Fixture::on(store);
     for (field, value) in [
         ("max_candidate_claims", json!(17)),
         ("max_candidate_artifact_refs", json!(-1)),
@@ -161,4 +160,4 @@ fn recall_refuses_candidate_counts_outside_zero_to_sixteen() {
         assert_eq!(error.code.as_str(), "INVALID_REQUEST", "{field}");
         assert!(error.message.contains(field), "{}", error.message);
     }
-}
+});

@@ -40,9 +40,8 @@ fn refused(f: &Fixture, input: Value) -> (String, Value) {
 
 const TEXT: &str = "Backups run nightly at 02:00 — façade naïve 日本語 ok.";
 
-#[test]
-fn a_ranged_citation_returns_exactly_its_bytes_without_a_context() {
-    let f = fixture();
+backend_test!(fn a_ranged_citation_returns_exactly_its_bytes_without_a_context(store) {
+    let f = Fixture::on(store);
     let art = f.put(&main_ctx(), "note", "Backups", TEXT);
     let result = f.ok(get(json!({"citation": cite(&art, "#0-19")})));
     assert_eq!(
@@ -62,11 +61,10 @@ fn a_ranged_citation_returns_exactly_its_bytes_without_a_context() {
     let fetched = f.ok(get(json!({"citation": citation})));
     assert_eq!(fetched["citation"], citation.as_str());
     assert!(TEXT.contains(fetched["content"].as_str().unwrap()), "{fetched:#}");
-}
+});
 
-#[test]
-fn a_span_longer_than_max_bytes_is_narrowed_to_a_character_boundary_and_named() {
-    let f = fixture();
+backend_test!(fn a_span_longer_than_max_bytes_is_narrowed_to_a_character_boundary_and_named(store) {
+    let f = Fixture::on(store);
     let art = f.put(&main_ctx(), "note", "Backups", TEXT);
     let total = TEXT.len();
     // Four bytes from the start of "日本語" end inside its second character: back off to 3.
@@ -94,11 +92,10 @@ fn a_span_longer_than_max_bytes_is_narrowed_to_a_character_boundary_and_named() 
         (result["byte_count"].clone(), result["remaining_bytes"].clone()),
         (json!(8192), json!(1808))
     );
-}
+});
 
-#[test]
-fn every_failed_check_has_its_own_kind_in_the_reference_order() {
-    let f = fixture();
+backend_test!(fn every_failed_check_has_its_own_kind_in_the_reference_order(store) {
+    let f = Fixture::on(store);
     let art = f.put(&main_ctx(), "note", "Backups", TEXT);
     let png = f.put_binary(&main_ctx(), "Logo", &[0x89, b'P', b'N', b'G', 0, 1, 2, 3]);
     let ranged = cite(&art, "#0-4");
@@ -173,11 +170,10 @@ fn every_failed_check_has_its_own_kind_in_the_reference_order() {
         (kind.as_str(), &details["start_byte"]),
         ("utf8_boundary", &json!(inside))
     );
-}
+});
 
-#[test]
-fn forgotten_and_superseded_revisions_are_served_but_purged_bytes_are_gone() {
-    let f = fixture();
+backend_test!(fn forgotten_and_superseded_revisions_are_served_but_purged_bytes_are_gone(store) {
+    let f = Fixture::on(store);
     let art = f.put(&main_ctx(), "note", "Backups", TEXT);
     let old = cite(&art, "#0-7");
     f.revise(&main_ctx(), &art, "Backups moved to hourly.");
@@ -196,4 +192,4 @@ fn forgotten_and_superseded_revisions_are_served_but_purged_bytes_are_gone() {
     let error = f.err(get(json!({"citation": old})));
     assert_eq!(error.code, ErrorCode::NotFound, "{error:?}");
     assert_eq!(error.details["state"], "purged", "{error:?}");
-}
+});

@@ -19,9 +19,8 @@ fn span(citation: &str) -> (usize, usize) {
     (start.parse().unwrap(), end.parse().unwrap())
 }
 
-#[test]
-fn recall_never_returns_a_claim_for_an_unrelated_question_that_shares_function_words() {
-    let f = fixture();
+backend_test!(fn recall_never_returns_a_claim_for_an_unrelated_question_that_shares_function_words(store) {
+    let f = Fixture::on(store);
     f.claim(
         &main_ctx(),
         "The release build is tagged from the main branch",
@@ -46,11 +45,10 @@ fn recall_never_returns_a_claim_for_an_unrelated_question_that_shares_function_w
         assert_eq!(miss["qualification"]["qualified"], false);
         assert_eq!(miss["qualification"]["shortfall"], "too_few_units");
     }
-}
+});
 
-#[test]
-fn search_hits_are_qualified_and_near_misses_are_never_hits() {
-    let f = fixture();
+backend_test!(fn search_hits_are_qualified_and_near_misses_are_never_hits(store) {
+    let f = Fixture::on(store);
     let both = f.put(
         &main_ctx(),
         "note",
@@ -95,11 +93,10 @@ fn search_hits_are_qualified_and_near_misses_are_never_hits() {
         let (matched, required) = (&qualification["matched_weight"], &qualification["required_weight"]);
         assert!(matched.as_f64() < required.as_f64(), "{miss:#}");
     }
-}
+});
 
-#[test]
-fn inflections_typos_and_abbreviations_match_and_say_how() {
-    let f = fixture();
+backend_test!(fn inflections_typos_and_abbreviations_match_and_say_how(store) {
+    let f = Fixture::on(store);
     f.claim(&main_ctx(), "Debug logging is disabled in production", json!({}));
     f.claim(
         &main_ctx(),
@@ -118,21 +115,19 @@ fn inflections_typos_and_abbreviations_match_and_say_how() {
     // A question spells its words out: no prefix completion there.
     let question = f.recall(&main_ctx(), json!({"query": "what does migr do with cfg?"}));
     assert_eq!(question["presence"], "none");
-}
+});
 
-#[test]
-fn identifiers_are_exact_and_never_corrected() {
-    let f = fixture();
+backend_test!(fn identifiers_are_exact_and_never_corrected(store) {
+    let f = Fixture::on(store);
     f.claim(&main_ctx(), "OPS-RUNBOOK-42 covers rollbacks", json!({}));
     let exact = f.recall(&main_ctx(), json!({"query": "OPS-RUNBOOK-42"}));
     assert_eq!(exact["presence"], "claims");
     let typo = f.recall(&main_ctx(), json!({"query": "OPS-RUNBOK-42"}));
     assert_eq!(typo["presence"], "none");
-}
+});
 
-#[test]
-fn a_deep_match_gets_its_window_and_an_exact_excerpt_citation() {
-    let f = fixture();
+backend_test!(fn a_deep_match_gets_its_window_and_an_exact_excerpt_citation(store) {
+    let f = Fixture::on(store);
     let filler = "Routine operations are reviewed every quarter by the owning team. ".repeat(900);
     let needle = "To replay a dead-letter topic run the replay tool at 200 events per second. ";
     let text = format!("{filler}{needle}{filler}");
@@ -171,11 +166,10 @@ fn a_deep_match_gets_its_window_and_an_exact_excerpt_citation() {
     assert!(excerpt_round_trips(excerpt, &bytes, start, end));
     assert_eq!(reference["citation"], hit["citation"]);
     assert!(passage_start <= start && end <= passage_end, "{reference:#}");
-}
+});
 
-#[test]
-fn a_long_artifact_is_cited_by_the_paragraph_that_matched_and_a_short_one_whole() {
-    let f = fixture();
+backend_test!(fn a_long_artifact_is_cited_by_the_paragraph_that_matched_and_a_short_one_whole(store) {
+    let f = Fixture::on(store);
     let filler = "Routine operations are reviewed every quarter by the owning team.\n".repeat(40);
     let paragraph = "The billing exporter is deployed from the ops runbook.\nIts signing key rotates every month.";
     let text = format!("{filler}\n{paragraph}\n\n{filler}");
@@ -225,11 +219,10 @@ fn a_long_artifact_is_cited_by_the_paragraph_that_matched_and_a_short_one_whole(
         .find(|i| i["entity_id"] == long["artifact_id"])
         .expect("the runbook is in the bundle");
     assert_eq!(item["citation"], long_hit["citation"]);
-}
+});
 
-#[test]
-fn evidence_previews_show_the_window_around_the_match_inside_the_span() {
-    let f = fixture();
+backend_test!(fn evidence_previews_show_the_window_around_the_match_inside_the_span(store) {
+    let f = Fixture::on(store);
     let text = format!(
         "{}The ingest batch size is 500 events.",
         "Unrelated preamble words. ".repeat(40)
@@ -250,11 +243,10 @@ fn evidence_previews_show_the_window_around_the_match_inside_the_span() {
     assert!(excerpt.contains("batch size"), "{excerpt:?}");
     let (start, end) = span(evidence["excerpt_citation"].as_str().unwrap());
     assert_eq!(&text.as_bytes()[start..end], excerpt.as_bytes());
-}
+});
 
-#[test]
-fn near_identical_claims_collapse_unless_a_number_or_a_contradiction_separates_them() {
-    let f = fixture();
+backend_test!(fn near_identical_claims_collapse_unless_a_number_or_a_contradiction_separates_them(store) {
+    let f = Fixture::on(store);
     let first = f.claim(&main_ctx(), "The query cache is disabled since v0.14.2", json!({}));
     let dup = f.claim(&main_ctx(), "The query cache is disabled since v0.14.2.", json!({}));
     let recall = f.recall(&main_ctx(), json!({"query": "query cache disabled"}));
@@ -277,11 +269,10 @@ fn near_identical_claims_collapse_unless_a_number_or_a_contradiction_separates_t
         "never across a contradiction"
     );
     let _ = (thirty, ninety);
-}
+});
 
-#[test]
-fn one_source_artifact_fills_at_most_two_recall_slots_while_others_qualify() {
-    let f = fixture();
+backend_test!(fn one_source_artifact_fills_at_most_two_recall_slots_while_others_qualify(store) {
+    let f = Fixture::on(store);
     let source = f.put(
         &main_ctx(),
         "design",
@@ -306,13 +297,12 @@ fn one_source_artifact_fills_at_most_two_recall_slots_while_others_qualify() {
     assert_eq!(ids.len(), 3);
     assert!(ids.contains(&other["claim_id"]), "{recall:#}");
     assert_eq!(recall["claims_truncated"], true);
-}
+});
 
-#[test]
-fn a_query_of_function_words_only_still_searches_and_says_so() {
-    let f = fixture();
+backend_test!(fn a_query_of_function_words_only_still_searches_and_says_so(store) {
+    let f = Fixture::on(store);
     f.put(&main_ctx(), "note", "Note", "what is it and how does it work");
     let result = f.search(&main_ctx(), json!({"query": "what is it"}));
     assert_eq!(result["query_analysis"]["stop_words_only"], true);
     assert_eq!(result["hits"].as_array().unwrap().len(), 1);
-}
+});

@@ -21,9 +21,8 @@ fn evidence(artifact: &Value, span: Option<(usize, usize)>) -> Value {
     locator
 }
 
-#[test]
-fn claims_come_with_exact_evidence_whose_spans_round_trip_and_whose_citations_search_finds() {
-    let f = fixture();
+backend_test!(fn claims_come_with_exact_evidence_whose_spans_round_trip_and_whose_citations_search_finds(store) {
+    let f = Fixture::on(store);
     let text = "Design notes.\nWe keep SQLite authoritative; the CAS holds large blobs. Café ☕ done.\n";
     let art = f.put(&main_ctx(), "design", "Storage design", text);
     let quote = "SQLite authoritative";
@@ -70,11 +69,10 @@ fn claims_come_with_exact_evidence_whose_spans_round_trip_and_whose_citations_se
         assert!(citations.contains(&reference["citation"]), "{reference}");
     }
     assert_eq!(recall["artifact_refs"][0]["artifact_id"], art["artifact_id"]);
-}
+});
 
-#[test]
-fn previews_stop_after_four_locators_and_respect_the_excerpt_budget_on_char_boundaries() {
-    let f = fixture();
+backend_test!(fn previews_stop_after_four_locators_and_respect_the_excerpt_budget_on_char_boundaries(store) {
+    let f = Fixture::on(store);
     let text = "éééééééééé plain tail";
     let art = f.put(&main_ctx(), "note", "Accents", text);
     let binary = f.put_binary(&main_ctx(), "Blob", b"\x00\x01binary");
@@ -97,11 +95,10 @@ fn previews_stop_after_four_locators_and_respect_the_excerpt_budget_on_char_boun
     assert_eq!(evidence[4]["end_byte"], 12);
     assert!(evidence[5].get("excerpt").is_none(), "no preview of non-text media");
     assert_eq!(evidence[5]["media_type"], "image/png");
-}
+});
 
-#[test]
-fn open_contradictions_mark_claims_disputed_and_are_listed() {
-    let f = fixture();
+backend_test!(fn open_contradictions_mark_claims_disputed_and_are_listed(store) {
+    let f = Fixture::on(store);
     let a = f.claim(&main_ctx(), "The gecko cache is enabled", json!({}));
     let b = f.claim(&main_ctx(), "The gecko cache is disabled", json!({}));
     let relation = f.relate(&main_ctx(), &a, "contradicts", &b);
@@ -125,11 +122,10 @@ fn open_contradictions_mark_claims_disputed_and_are_listed() {
     assert_eq!(recall["claims"].as_array().unwrap().len(), 1);
     assert_eq!(recall["claims"][0]["status"], "current");
     assert_eq!(recall["conflicts"], json!([]));
-}
+});
 
-#[test]
-fn claims_and_artifact_references_never_compete_for_slots() {
-    let f = fixture();
+backend_test!(fn claims_and_artifact_references_never_compete_for_slots(store) {
+    let f = Fixture::on(store);
     for i in 0..3 {
         f.put(&main_ctx(), "note", &format!("Heron {i}"), "heron heron heron heron");
         f.claim(&main_ctx(), &format!("Heron fact {i}"), json!({}));
@@ -149,11 +145,10 @@ fn claims_and_artifact_references_never_compete_for_slots() {
             .unwrap()
             .contains("max_artifact_refs")
     );
-}
+});
 
-#[test]
-fn presence_is_artifacts_only_or_none_and_recall_never_broadens() {
-    let f = fixture();
+backend_test!(fn presence_is_artifacts_only_or_none_and_recall_never_broadens(store) {
+    let f = Fixture::on(store);
     let art = f.put(
         &main_ctx(),
         "note",
@@ -182,4 +177,4 @@ fn presence_is_artifacts_only_or_none_and_recall_never_broadens() {
     );
     assert_eq!(broad["presence"], "claims");
     assert_eq!(broad["searched_horizons"], json!(["workspace"]));
-}
+});

@@ -5,9 +5,8 @@ use serde_json::{Value, json};
 
 use super::support::*;
 
-#[test]
-fn hits_carry_citations_excerpts_context_provenance_and_ranking() {
-    let f = fixture();
+backend_test!(fn hits_carry_citations_excerpts_context_provenance_and_ranking(store) {
+    let f = Fixture::on(store);
     let art = f.put(
         &main_ctx(),
         "note",
@@ -77,11 +76,10 @@ fn hits_carry_citations_excerpts_context_provenance_and_ranking() {
         .collect();
     assert_eq!(positions, [1, 2]);
     positions.sort_unstable();
-}
+});
 
-#[test]
-fn old_revisions_and_forgotten_artifacts_appear_only_in_historical_mode() {
-    let f = fixture();
+backend_test!(fn old_revisions_and_forgotten_artifacts_appear_only_in_historical_mode(store) {
+    let f = Fixture::on(store);
     let first = f.put(&main_ctx(), "note", "Cache policy", "The cache uses zeppelin eviction.");
     let second = f.revise(&main_ctx(), &first, "The cache uses zeppelin eviction, revised.");
     let current = f.search(&main_ctx(), json!({"query": "zeppelin"}));
@@ -118,11 +116,10 @@ fn old_revisions_and_forgotten_artifacts_appear_only_in_historical_mode() {
             .iter()
             .all(|h| h["status"] == "forgotten")
     );
-}
+});
 
-#[test]
-fn superseded_and_retracted_claims_are_hidden_unless_historical() {
-    let f = fixture();
+backend_test!(fn superseded_and_retracted_claims_are_hidden_unless_historical(store) {
+    let f = Fixture::on(store);
     let old = f.claim(&main_ctx(), "The quokka service listens on port 80", json!({}));
     let new = f.claim(&main_ctx(), "The quokka service listens on port 8080", json!({}));
     f.relate(&main_ctx(), &new, "supersedes", &old);
@@ -144,11 +141,10 @@ fn superseded_and_retracted_claims_are_hidden_unless_historical() {
     let retracted = hit(&historical, &wrong["claim_id"]).unwrap();
     assert_eq!(retracted["status"], "retracted");
     assert_eq!(retracted["provenance"]["is_current"], false);
-}
+});
 
-#[test]
-fn future_and_expired_claims_are_explicit_about_why_they_are_not_current() {
-    let f = fixture();
+backend_test!(fn future_and_expired_claims_are_explicit_about_why_they_are_not_current(store) {
+    let f = Fixture::on(store);
     let future = f.claim(
         &main_ctx(),
         "The wombat freeze starts next year",
@@ -183,11 +179,10 @@ fn future_and_expired_claims_are_explicit_about_why_they_are_not_current() {
     assert_eq!(expired_hit["provenance"]["temporal_state"], "expired");
     assert_eq!(expired_hit["provenance"]["is_current"], false);
     assert!(expired_hit["provenance"]["valid_until"].is_string());
-}
+});
 
-#[test]
-fn binary_artifacts_are_title_searchable_with_an_empty_excerpt() {
-    let f = fixture();
+backend_test!(fn binary_artifacts_are_title_searchable_with_an_empty_excerpt(store) {
+    let f = Fixture::on(store);
     let art = f.put_binary(&main_ctx(), "Platypus architecture diagram", &[0, 159, 146, 150, 255]);
     let result = f.search(&main_ctx(), json!({"query": "platypus"}));
     let found = hit(&result, &art["artifact_id"]).unwrap();
@@ -198,11 +193,10 @@ fn binary_artifacts_are_title_searchable_with_an_empty_excerpt() {
         hit(&result, &title_only["artifact_id"]).unwrap()["excerpt"],
         "Nothing relevant in the body."
     );
-}
+});
 
-#[test]
-fn sibling_projects_are_isolated_until_an_explicit_broadening_with_a_reason() {
-    let f = fixture();
+backend_test!(fn sibling_projects_are_isolated_until_an_explicit_broadening_with_a_reason(store) {
+    let f = Fixture::on(store);
     let ours = f.put(&main_ctx(), "note", "Ours", "narwhal deployment checklist");
     let theirs = f.put(&sibling_ctx(), "note", "Theirs", "narwhal incident report");
     let ambient = f.search(&main_ctx(), json!({"query": "narwhal"}));
@@ -246,11 +240,10 @@ fn sibling_projects_are_isolated_until_an_explicit_broadening_with_a_reason() {
         json!({"query": "narwhal", "horizon": "personal", "reason": "r"}),
     );
     assert_eq!(all["hits"].as_array().unwrap().len(), 2);
-}
+});
 
-#[test]
-fn a_task_sees_its_project_and_its_own_task_but_not_a_sibling_task() {
-    let f = fixture();
+backend_test!(fn a_task_sees_its_project_and_its_own_task_but_not_a_sibling_task(store) {
+    let f = Fixture::on(store);
     let project = f.claim(&main_ctx(), "The ocelot build uses cargo", json!({}));
     let own = f.claim(&ctx("prj_main", Some("t1")), "The ocelot task one note", json!({}));
     let sibling = f.claim(&ctx("prj_main", Some("t2")), "The ocelot task two note", json!({}));
@@ -262,11 +255,10 @@ fn a_task_sees_its_project_and_its_own_task_but_not_a_sibling_task() {
     assert_eq!(seen, expected);
     let from_project = f.search(&main_ctx(), json!({"query": "ocelot"}));
     assert!(hit(&from_project, &sibling["claim_id"]).is_some());
-}
+});
 
-#[test]
-fn pins_expose_foreign_artifacts_and_exact_old_revisions_but_never_claims() {
-    let f = fixture();
+backend_test!(fn pins_expose_foreign_artifacts_and_exact_old_revisions_but_never_claims(store) {
+    let f = Fixture::on(store);
     let foreign = f.put(&sibling_ctx(), "note", "Foreign", "axolotl migration guide");
     let pinned_old = f.put(&main_ctx(), "note", "Runbook", "axolotl restart procedure v1");
     let newer = f.revise(&main_ctx(), &pinned_old, "axolotl restart procedure v2");
@@ -308,11 +300,10 @@ fn pins_expose_foreign_artifacts_and_exact_old_revisions_but_never_claims() {
         old["ranking"]["recency_eligible"], false,
         "a pinned old revision gets no bonus"
     );
-}
+});
 
-#[test]
-fn hostile_queries_are_literal_words_and_only_wordless_queries_fail() {
-    let f = fixture();
+backend_test!(fn hostile_queries_are_literal_words_and_only_wordless_queries_fail(store) {
+    let f = Fixture::on(store);
     f.put(
         &main_ctx(),
         "note",
@@ -354,11 +345,10 @@ fn hostile_queries_are_literal_words_and_only_wordless_queries_fail() {
     let long = "a".repeat(8193);
     let error = f.err(Fixture::read_request(&main_ctx(), "search", json!({"query": long})));
     assert!(error.message.contains("8192 bytes"), "{}", error.message);
-}
+});
 
-#[test]
-fn input_errors_come_before_a_missing_context() {
-    let f = fixture();
+backend_test!(fn input_errors_come_before_a_missing_context(store) {
+    let f = Fixture::on(store);
     let bad = json!({"request_id": "r", "op": "search", "input": {"query": "x", "limit": 0}});
     assert_eq!(f.err(bad).code.as_str(), "INVALID_REQUEST");
     let unknown = json!({"request_id": "r", "op": "context.build", "input": {"query": "x", "bogus": true}});
@@ -368,11 +358,10 @@ fn input_errors_come_before_a_missing_context() {
     assert_eq!(f.err(historical).code.as_str(), "INVALID_REQUEST");
     let fine = json!({"request_id": "r", "op": "search", "input": {"query": "x"}});
     assert_eq!(f.err(fine).code.as_str(), "NO_AMBIENT_CONTEXT");
-}
+});
 
-#[test]
-fn min_commit_seq_beyond_the_store_is_index_not_ready_with_both_sequences() {
-    let f = fixture();
+backend_test!(fn min_commit_seq_beyond_the_store_is_index_not_ready_with_both_sequences(store) {
+    let f = Fixture::on(store);
     f.put(&main_ctx(), "note", "Seq", "dugong");
     let current = f.last_commit_seq();
     for op in ["search", "memory.recall", "context.build"] {
@@ -394,11 +383,10 @@ fn min_commit_seq_beyond_the_store_is_index_not_ready_with_both_sequences() {
             json!({"requested_commit_seq": current + 5, "current_commit_seq": current})
         );
     }
-}
+});
 
-#[test]
-fn more_matches_than_the_limit_set_truncated_and_a_refine_hint() {
-    let f = fixture();
+backend_test!(fn more_matches_than_the_limit_set_truncated_and_a_refine_hint(store) {
+    let f = Fixture::on(store);
     for i in 0..4 {
         f.put(&main_ctx(), "note", &format!("Tapir {i}"), "tapir facts");
     }
@@ -408,11 +396,10 @@ fn more_matches_than_the_limit_set_truncated_and_a_refine_hint() {
     assert!(result["refine_hint"].as_str().unwrap().contains("limit of 3"));
     let all = f.search(&main_ctx(), json!({"query": "tapir", "limit": 4}));
     assert_eq!(all["truncated"], false);
-}
+});
 
-#[test]
-fn recency_promotes_a_fresh_observation_over_an_equal_stale_fact_only_when_enabled() {
-    let f = fixture();
+backend_test!(fn recency_promotes_a_fresh_observation_over_an_equal_stale_fact_only_when_enabled(store) {
+    let f = Fixture::on(store);
     // The statements differ in a number, so they never collapse as duplicates.
     let stale = f.claim(
         &main_ctx(),
@@ -445,11 +432,10 @@ fn recency_promotes_a_fresh_observation_over_an_equal_stale_fact_only_when_enabl
     assert_eq!(top["decay_class"], "observation");
     assert!(top["recency_bonus"].as_f64().unwrap() > 0.0);
     assert!(reranked["hits"][1]["ranking"]["recency_bonus"].as_f64().unwrap() < 1e-3);
-}
+});
 
-#[test]
-fn visible_matches_are_found_behind_many_better_ranked_invisible_ones() {
-    let f = fixture();
+backend_test!(fn visible_matches_are_found_behind_many_better_ranked_invisible_ones(store) {
+    let f = Fixture::on(store);
     for i in 0..12 {
         f.put(&sibling_ctx(), "note", &format!("Kiwi {i}"), "kiwi kiwi kiwi kiwi");
     }
@@ -468,7 +454,7 @@ fn visible_matches_are_found_behind_many_better_ranked_invisible_ones() {
     );
     assert_eq!(broad["truncated"], true);
     assert!(hit(&broad, &ours["artifact_id"]).is_none(), "the weak match ranks last");
-}
+});
 
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
@@ -499,9 +485,8 @@ proptest::proptest! {
     }
 }
 
-#[test]
-fn historical_bundles_render_terminal_and_future_claims_with_their_state() {
-    let f = fixture();
+backend_test!(fn historical_bundles_render_terminal_and_future_claims_with_their_state(store) {
+    let f = Fixture::on(store);
     let old = f.claim(&main_ctx(), "The egret queue holds 10 items", json!({}));
     let new = f.claim(&main_ctx(), "The egret queue holds 20 items", json!({}));
     f.relate(&main_ctx(), &new, "supersedes", &old);
@@ -517,4 +502,4 @@ fn historical_bundles_render_terminal_and_future_claims_with_their_state() {
     assert!(markdown.contains("Temporal state: `future`"));
     assert!(markdown.contains("Current knowledge: `false`"));
     assert!(markdown.contains("Evidence: none recorded"));
-}
+});

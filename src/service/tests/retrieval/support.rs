@@ -14,6 +14,9 @@ pub struct Fixture {
     _dir: tempfile::TempDir,
     pub service: Service,
     next_key: Cell<u64>,
+    /// The store of a fixture made [`Fixture::on`] a `backend_test!` store (after `service`:
+    /// it outlives it).
+    _keep: Option<crate::service::tests::support::Keep>,
 }
 
 pub fn fixture() -> Fixture {
@@ -23,6 +26,7 @@ pub fn fixture() -> Fixture {
         _dir: dir,
         service,
         next_key: Cell::new(0),
+        _keep: None,
     }
 }
 
@@ -34,16 +38,29 @@ pub fn fixture_with(runtime: crate::service::Runtime) -> Fixture {
         _dir: dir,
         service: Service::new(store, runtime),
         next_key: Cell::new(0),
+        _keep: None,
     }
 }
 
 impl Fixture {
+    /// A fixture on a `backend_test!` store.
+    pub fn on(store: crate::service::tests::support::TestStore) -> Fixture {
+        let (service, keep) = store.into_parts();
+        Fixture {
+            _dir: tempfile::tempdir().unwrap(),
+            service,
+            next_key: Cell::new(0),
+            _keep: Some(keep),
+        }
+    }
+
     /// A fixture over an existing service (a PostgreSQL front end, say).
     pub fn over(service: Service) -> Fixture {
         Fixture {
             _dir: tempfile::tempdir().unwrap(),
             service,
             next_key: Cell::new(0),
+            _keep: None,
         }
     }
 
@@ -54,6 +71,7 @@ impl Fixture {
             _dir: tempfile::tempdir().unwrap(),
             service: Service::new(self.service.store().clone(), runtime),
             next_key: Cell::new(1_000_000),
+            _keep: None,
         }
     }
 }
