@@ -1,5 +1,6 @@
-//! One PostgreSQL connection with its prepared-statement cache, and the `r2d2` manager that
-//! pools them.
+//! [`PgConn`]: one PostgreSQL connection with its prepared-statement cache, the connection
+//! a [`Db::Postgres`](super::Db::Postgres) wraps (the `r2d2` pool of the PostgreSQL backend
+//! lives in `store::pg`).
 //!
 //! Statements are written with SQLite's numbered placeholders (`?1`, `?2`, …) so the SQL the
 //! two backends share reads the same; [`pg_sql`] rewrites them to `$1`, `$2`, … once, when a
@@ -16,7 +17,7 @@ use std::time::Duration;
 use postgres::types::ToSql;
 use postgres::{Client, Config, NoTls, Row, Statement};
 
-use crate::store::error::{StoreError, StoreResult};
+use crate::store::error::StoreResult;
 
 /// Parameters of one statement.
 pub type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
@@ -134,37 +135,6 @@ pub fn pg_sql(sql: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
-}
-
-/// The `r2d2` manager of [`PgConn`]s; every connection attempt tells `health` whether the
-/// server was reachable.
-#[derive(Debug)]
-pub struct Manager {
-    pub config: Config,
-    pub timeout: Duration,
-    pub health: std::sync::Arc<super::health::Health>,
-}
-
-impl r2d2::ManageConnection for Manager {
-    type Connection = PgConn;
-    type Error = StoreError;
-
-    fn connect(&self) -> StoreResult<PgConn> {
-        let conn = PgConn::connect(&self.config, self.timeout);
-        match &conn {
-            Ok(_) => self.health.up(),
-            Err(error) => self.health.failed(error),
-        }
-        conn
-    }
-
-    fn is_valid(&self, conn: &mut PgConn) -> StoreResult<()> {
-        conn.batch("")
-    }
-
-    fn has_broken(&self, conn: &mut PgConn) -> bool {
-        conn.is_closed()
-    }
 }
 
 #[cfg(test)]
