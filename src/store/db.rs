@@ -168,9 +168,10 @@ impl<'c> Db<'c> {
         Ok(out)
     }
 
-    /// Runs a statement and hands every row to `each`. On SQLite the rows are streamed from
-    /// the cursor (bounded memory); on PostgreSQL they are fetched first, so `each` may run
-    /// other statements on the same connection.
+    /// Runs a query and hands every row to `each`, streaming on both backends: on SQLite from
+    /// the statement's cursor, on PostgreSQL through a cursor of the current transaction a
+    /// batch at a time ([`PgConn::for_each`]), so memory is bounded by a row (a batch of rows)
+    /// and not by the result. `each` may run other statements on the same connection.
     pub fn for_each(
         self,
         sql: &str,
@@ -184,14 +185,10 @@ impl<'c> Db<'c> {
                 while let Some(row) = rows.next()? {
                     each(&Row::Sqlite(row))?;
                 }
+                Ok(())
             }
-            Db::Postgres(conn) => {
-                for row in conn.query(sql, &pg_params(params))? {
-                    each(&Row::Postgres(&row))?;
-                }
-            }
+            Db::Postgres(conn) => conn.for_each(sql, &pg_params(params), |row| each(&Row::Postgres(row))),
         }
-        Ok(())
     }
 
     /// Runs statements without parameters or results.
