@@ -84,7 +84,7 @@ impl PgConn {
     }
 
     /// Runs a query (`SELECT` or `VALUES`) through a cursor of the current transaction and
-    /// hands every row to `each`, [`FETCH_ROWS`] rows fetched at a time: memory holds one
+    /// hands every row to `each`, `FETCH_ROWS` (64) rows fetched at a time: memory holds one
     /// batch, not the result. The cursor reads the snapshot it was opened in and stays open
     /// while `each` runs other statements on this connection. Only inside a transaction (every
     /// `Db` the store hands out is in one: a read snapshot or a mutation).
