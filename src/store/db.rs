@@ -3,7 +3,7 @@
 //!
 //! Store code written against these runs unchanged on both backends: statements use SQLite's
 //! numbered placeholders (`?1`), which the PostgreSQL connection rewrites once per statement
-//! (`pg::conn::pg_sql`), and both connections cache prepared statements. Where the SQL itself
+//! (`pg_conn::pg_sql`), and both connections cache prepared statements. Where the SQL itself
 //! differs (full-text search, JSON functions, `INSERT OR IGNORE`), the caller picks the
 //! text with [`Db::dialect`]; nothing else about a backend leaks into the code above.
 //!
@@ -17,7 +17,10 @@ use postgres::types::{FromSql as PgFromSql, ToSql as PgToSql, Type};
 use rusqlite::types::{FromSql as SqliteFromSql, ToSql as SqliteToSql};
 
 use super::error::{StoreError, StoreResult};
-use super::pg::PgConn;
+
+mod pg_conn;
+
+pub use pg_conn::PgConn;
 
 /// Which backend a connection belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,9 +78,10 @@ impl<'c> Db<'c> {
         }
     }
 
-    /// The SQLite connection, for store code not yet written against `Db`; on PostgreSQL
-    /// it is [`StoreError::Unsupported`].
-    pub fn sqlite(self) -> StoreResult<&'c rusqlite::Connection> {
+    /// The SQLite connection, for tests that run SQL `Db` does not wrap (the writer's); on
+    /// PostgreSQL it is [`StoreError::Unsupported`].
+    #[cfg(test)]
+    pub(crate) fn sqlite(self) -> StoreResult<&'c rusqlite::Connection> {
         match self {
             Db::Sqlite(conn) => Ok(conn),
             Db::Postgres(_) => Err(StoreError::Unsupported(
@@ -164,9 +168,10 @@ impl<'c> Db<'c> {
         Ok(out)
     }
 
-    /// Runs a statement and hands every row to `each`. On SQLite the rows are streamed from
-    /// the cursor (bounded memory); on PostgreSQL they are fetched first, so `each` may run
-    /// other statements on the same connection.
+    /// Runs a query and hands every row to `each`, streaming on both backends: on SQLite from
+    /// the statement's cursor, on PostgreSQL through a cursor of the current transaction a
+    /// batch at a time ([`PgConn::for_each`]), so memory is bounded by a row (a batch of rows)
+    /// and not by the result. `each` may run other statements on the same connection.
     pub fn for_each(
         self,
         sql: &str,
@@ -180,14 +185,10 @@ impl<'c> Db<'c> {
                 while let Some(row) = rows.next()? {
                     each(&Row::Sqlite(row))?;
                 }
+                Ok(())
             }
-            Db::Postgres(conn) => {
-                for row in conn.query(sql, &pg_params(params))? {
-                    each(&Row::Postgres(&row))?;
-                }
-            }
+            Db::Postgres(conn) => conn.for_each(sql, &pg_params(params), |row| each(&Row::Postgres(row))),
         }
-        Ok(())
     }
 
     /// Runs statements without parameters or results.
@@ -359,30 +360,6 @@ impl FromDb for Option<f64> {
 }
 
 from_db_plain!(String, Option<String>, Vec<u8>, Option<Vec<u8>>);
-
-/// Text newtypes and enums: read as `String` on PostgreSQL, then converted the way the
-/// SQLite conversion in `sql.rs` does.
-macro_rules! from_db_text {
-    ($($t:ty),+) => {
-        $(
-            impl $crate::store::db::FromDb for $t {
-                fn from_pg(row: &postgres::Row, idx: usize) -> $crate::store::StoreResult<$t> {
-                    $crate::store::sql::parse_text(&$crate::store::db::pg_get::<String>(row, idx)?)
-                }
-            }
-
-            impl $crate::store::db::FromDb for Option<$t> {
-                fn from_pg(row: &postgres::Row, idx: usize) -> $crate::store::StoreResult<Option<$t>> {
-                    $crate::store::db::pg_get::<Option<String>>(row, idx)?
-                        .map(|text| $crate::store::sql::parse_text(&text))
-                        .transpose()
-                }
-            }
-        )+
-    };
-}
-
-pub(super) use from_db_text;
 
 #[cfg(test)]
 mod tests;

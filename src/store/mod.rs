@@ -30,6 +30,8 @@ pub(crate) mod sql;
 mod staging;
 #[cfg(test)]
 pub(crate) mod test_seed;
+#[cfg(test)]
+mod tests_cycles;
 pub mod tombstone;
 pub mod vectors;
 pub mod verify;

@@ -23,7 +23,6 @@
 //! coherent and `commit_seq` dense); content shared with a live revision stays (it is that
 //! revision's content) and is reported; nothing here can un-purge.
 
-use rusqlite::Connection;
 use serde_json::{Value, json};
 
 use super::error::{StoreError, StoreResult};
@@ -36,7 +35,8 @@ use crate::protocol::Operation;
 /// The kind of entity a purge erases (the protocol's entity type).
 pub use crate::protocol::relation::EntityType as EntityKind;
 
-/// What a purge needs to know about its entity's tables and event.
+/// What a purge needs to know about its entity's event and full-text tables (the entity's
+/// tables are named in `sql.rs`).
 impl EntityKind {
     /// The operation recorded on the purge's event.
     fn purge_operation(self) -> Operation {
@@ -50,30 +50,6 @@ impl EntityKind {
         match self {
             EntityKind::Artifact => EventEntity::Artifact,
             EntityKind::Claim => EventEntity::Claim,
-        }
-    }
-
-    /// The table of this kind's entities (`artifacts`, `claims`).
-    pub(super) fn entities_table(self) -> &'static str {
-        match self {
-            EntityKind::Artifact => "artifacts",
-            EntityKind::Claim => "claims",
-        }
-    }
-
-    /// The table of this kind's revisions.
-    pub(super) fn revisions_table(self) -> &'static str {
-        match self {
-            EntityKind::Artifact => "artifact_revisions",
-            EntityKind::Claim => "claim_revisions",
-        }
-    }
-
-    /// The revision table's column naming its entity.
-    pub(super) fn owner_column(self) -> &'static str {
-        match self {
-            EntityKind::Artifact => "artifact_id",
-            EntityKind::Claim => "claim_id",
         }
     }
 
@@ -96,33 +72,6 @@ pub struct PurgeRequest {
     pub actor: Option<String>,
     /// The purging request's ambient context (recorded as "who").
     pub purged_by: Owner,
-}
-
-/// The FTS5 tables of the database (every full-text projection, whoever added it).
-pub fn fts_tables(conn: &Connection) -> StoreResult<Vec<String>> {
-    let mut stmt = conn.prepare("SELECT name, sql FROM sqlite_schema WHERE type = 'table' AND sql IS NOT NULL")?;
-    let rows = stmt
-        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows
-        .into_iter()
-        .filter(|(_, sql)| virtual_module(sql).is_some_and(|module| module.eq_ignore_ascii_case("fts5")))
-        .map(|(name, _)| name)
-        .collect())
-}
-
-/// The module name of a `CREATE VIRTUAL TABLE … USING module(…)` statement.
-fn virtual_module(sql: &str) -> Option<&str> {
-    let upper = sql.to_ascii_uppercase();
-    if !upper.trim_start().starts_with("CREATE VIRTUAL TABLE") {
-        return None;
-    }
-    let at = upper.find(" USING ")? + " USING ".len();
-    let rest = sql[at..].trim_start();
-    let end = rest
-        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .unwrap_or(rest.len());
-    Some(&rest[..end])
 }
 
 /// Logically purges one entity inside the caller's transaction (either backend): writes the
@@ -277,7 +226,7 @@ fn delete_index_rows(db: Db<'_>, kind: EntityKind, entity_id: &str) -> StoreResu
     let table = kind.revisions_table();
     let owner_column = kind.owner_column();
     let tables = match db {
-        Db::Sqlite(conn) => fts_tables(conn)?
+        Db::Sqlite(conn) => tombstone::fts_tables(conn)?
             .into_iter()
             .filter(|fts| fts.starts_with(kind.fts_prefix()))
             .map(|fts| (fts, "rowid"))

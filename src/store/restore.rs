@@ -23,7 +23,7 @@ use rusqlite::{Connection, OpenFlags};
 use super::backup::copy_blobs;
 use super::error::{StoreError, StoreResult};
 use super::migrate;
-use super::staging::{self, sync_tree};
+use super::staging::{self, check_target, not_empty, sync_tree};
 use super::verify;
 use super::verify::summarize;
 use super::{BLOBS_DIR, DB_FILE, Store};
@@ -113,35 +113,6 @@ pub fn restore(backup_dir: &Path, data_dir: &Path) -> StoreResult<RestoreReport>
         claim_revisions: report.checked_claim_revisions,
         restored_external_blobs,
     })
-}
-
-/// Whether the target exists (as an empty directory); anything else is refused.
-pub(crate) fn check_target(data_dir: &Path) -> StoreResult<bool> {
-    match fs::symlink_metadata(data_dir) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(e.into()),
-        Ok(meta) if !meta.is_dir() => Err(StoreError::Config(format!(
-            "restore target {} exists and is not a directory",
-            data_dir.display()
-        ))),
-        Ok(_) => {
-            if fs::read_dir(data_dir)?.next().is_some() {
-                return Err(StoreError::Config(format!(
-                    "restore target {} is not empty; restore only into a new or empty data directory",
-                    data_dir.display()
-                )));
-            }
-            Ok(true)
-        }
-    }
-}
-
-pub(crate) fn not_empty(data_dir: &Path, error: io::Error) -> StoreError {
-    if error.raw_os_error() == Some(libc::ENOTEMPTY) || error.kind() == io::ErrorKind::DirectoryNotEmpty {
-        StoreError::Config(format!("restore target {} is no longer empty", data_dir.display()))
-    } else {
-        error.into()
-    }
 }
 
 /// Verifies the copied database against the backup's CAS before anything else happens.

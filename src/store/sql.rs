@@ -10,7 +10,7 @@ use std::error::Error;
 use bytes::BytesMut;
 use postgres::types::{IsNull, Type};
 
-use super::db::from_db_text;
+use super::db::{FromDb, pg_get};
 use super::error::{StoreError, StoreResult};
 use crate::protocol::Operation;
 use crate::protocol::artifact::ArtifactStatus;
@@ -22,12 +22,12 @@ use crate::protocol::ids::{
 use crate::protocol::relation::{ConflictState, EntityType, RelationType};
 
 /// A typed value stored as text.
-pub(super) trait FromText: Sized {
+trait FromText: Sized {
     fn from_text(text: &str) -> StoreResult<Self>;
 }
 
 /// Converts stored text (read from PostgreSQL) into its typed value.
-pub(super) fn parse_text<T: FromText>(text: &str) -> StoreResult<T> {
+fn parse_text<T: FromText>(text: &str) -> StoreResult<T> {
     T::from_text(text)
 }
 
@@ -44,6 +44,26 @@ macro_rules! pg_text {
             }
 
             postgres::types::to_sql_checked!();
+        }
+    };
+}
+
+/// Reads a text newtype or enum on PostgreSQL: as `String`, then converted the way the SQLite
+/// conversion above does.
+macro_rules! from_db_text {
+    ($name:ty) => {
+        impl FromDb for $name {
+            fn from_pg(row: &postgres::Row, idx: usize) -> StoreResult<$name> {
+                parse_text(&pg_get::<String>(row, idx)?)
+            }
+        }
+
+        impl FromDb for Option<$name> {
+            fn from_pg(row: &postgres::Row, idx: usize) -> StoreResult<Option<$name>> {
+                pg_get::<Option<String>>(row, idx)?
+                    .map(|text| parse_text(&text))
+                    .transpose()
+            }
         }
     };
 }
@@ -129,3 +149,31 @@ sql_enum!(
     Operation,
     EventEntityType
 );
+
+/// The tables of an entity type, for statements written once for artifacts and claims
+/// (purge, semantic vectors).
+impl EntityType {
+    /// The table of this kind's entities (`artifacts`, `claims`).
+    pub(super) fn entities_table(self) -> &'static str {
+        match self {
+            EntityType::Artifact => "artifacts",
+            EntityType::Claim => "claims",
+        }
+    }
+
+    /// The table of this kind's revisions.
+    pub(super) fn revisions_table(self) -> &'static str {
+        match self {
+            EntityType::Artifact => "artifact_revisions",
+            EntityType::Claim => "claim_revisions",
+        }
+    }
+
+    /// The revision table's column naming its entity.
+    pub(super) fn owner_column(self) -> &'static str {
+        match self {
+            EntityType::Artifact => "artifact_id",
+            EntityType::Claim => "claim_id",
+        }
+    }
+}

@@ -1,6 +1,7 @@
 //! Publishing a new directory (a backup, an export archive, a restored or freshly imported
-//! store): the one destination check, a private staging directory beside it, making what was
-//! written durable, and the atomic no-replace rename into place.
+//! store): the one destination check (and the empty-target check of a new data directory), a
+//! private staging directory beside it, making what was written durable, and the atomic
+//! no-replace rename into place.
 //!
 //! **Invariant:** the destination either does not exist or holds everything; staging is
 //! removed on any failure before the rename (its `TempDir` drops), and nothing follows a
@@ -71,6 +72,37 @@ pub(crate) fn check_destination(what: &str, data_dir: Option<&Path>, destination
     }
     fs::create_dir_all(parent).map_err(|e| unusable(what, destination, e))?;
     parent.canonicalize().map_err(|e| unusable(what, destination, e))
+}
+
+/// Whether the target data directory of a restore (or of an import into a new data
+/// directory) exists, as an empty directory; anything else is refused.
+pub(crate) fn check_target(data_dir: &Path) -> StoreResult<bool> {
+    match fs::symlink_metadata(data_dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e.into()),
+        Ok(meta) if !meta.is_dir() => Err(StoreError::Config(format!(
+            "restore target {} exists and is not a directory",
+            data_dir.display()
+        ))),
+        Ok(_) => {
+            if fs::read_dir(data_dir)?.next().is_some() {
+                return Err(StoreError::Config(format!(
+                    "restore target {} is not empty; restore only into a new or empty data directory",
+                    data_dir.display()
+                )));
+            }
+            Ok(true)
+        }
+    }
+}
+
+/// The error of the final rename when the target directory filled up meanwhile.
+pub(crate) fn not_empty(data_dir: &Path, error: io::Error) -> StoreError {
+    if error.raw_os_error() == Some(libc::ENOTEMPTY) || error.kind() == io::ErrorKind::DirectoryNotEmpty {
+        StoreError::Config(format!("restore target {} is no longer empty", data_dir.display()))
+    } else {
+        error.into()
+    }
 }
 
 /// A destination the filesystem refuses: the caller's error, unless the disk is full.

@@ -382,6 +382,34 @@ pub fn pg_content_checks(db: Db<'_>) -> StoreResult<Vec<Finding>> {
     Ok(findings)
 }
 
+/// The FTS5 tables of the database (every full-text projection, whoever added it): where a
+/// purge deletes a revision's index rows and where `check` looks for them.
+pub fn fts_tables(conn: &Connection) -> StoreResult<Vec<String>> {
+    let mut stmt = conn.prepare("SELECT name, sql FROM sqlite_schema WHERE type = 'table' AND sql IS NOT NULL")?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows
+        .into_iter()
+        .filter(|(_, sql)| virtual_module(sql).is_some_and(|module| module.eq_ignore_ascii_case("fts5")))
+        .map(|(name, _)| name)
+        .collect())
+}
+
+/// The module name of a `CREATE VIRTUAL TABLE … USING module(…)` statement.
+fn virtual_module(sql: &str) -> Option<&str> {
+    let upper = sql.to_ascii_uppercase();
+    if !upper.trim_start().starts_with("CREATE VIRTUAL TABLE") {
+        return None;
+    }
+    let at = upper.find(" USING ")? + " USING ".len();
+    let rest = sql[at..].trim_start();
+    let end = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
+    Some(&rest[..end])
+}
+
 /// The tombstone checks of `verify` (read-only): every purged revision has its tombstone and
 /// blank content, every tombstone row names a purged revision of its entity, no index row
 /// or CAS object of a purged revision remains, and every erasure completed. Also returns
@@ -397,10 +425,7 @@ pub fn check(conn: &Connection, blobs_root: &Path) -> StoreResult<(Vec<Finding>,
         Ok(())
     };
     for (revisions, prefix) in [("artifact_revisions", "artifact_"), ("claim_revisions", "claim_")] {
-        for table in super::purge::fts_tables(conn)?
-            .into_iter()
-            .filter(|t| t.starts_with(prefix))
-        {
+        for table in fts_tables(conn)?.into_iter().filter(|t| t.starts_with(prefix)) {
             pairs(
                 &format!(
                     "SELECT r.id FROM {revisions} r WHERE r.purged = 1 AND EXISTS (SELECT 1 FROM \"{table}\" f WHERE f.rowid = r.seq)"
@@ -450,4 +475,25 @@ pub fn check(conn: &Connection, blobs_root: &Path) -> StoreResult<(Vec<Finding>,
         ));
     }
     Ok((findings, warnings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::test_seed::TestStore;
+
+    #[test]
+    fn fts_tables_lists_every_fts5_table_and_no_vocabulary_table() {
+        let t = TestStore::new();
+        let raw = t.raw();
+        raw.execute_batch("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, claim_fts, 'row')")
+            .unwrap();
+        assert_eq!(fts_tables(&raw).unwrap(), ["artifact_fts", "claim_fts"]);
+        assert_eq!(
+            virtual_module("CREATE VIRTUAL TABLE x USING fts5vocab(a, b, 'row')"),
+            Some("fts5vocab")
+        );
+        assert_eq!(virtual_module("create virtual table x using fts5 (a)"), Some("fts5"));
+        assert_eq!(virtual_module("CREATE TABLE x (a)"), None);
+    }
 }

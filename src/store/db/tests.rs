@@ -119,3 +119,67 @@ fn a_stored_value_outside_an_enum_is_an_error_not_a_guess() {
         assert!(read.is_err(), "{:?}", db.dialect());
     });
 }
+
+#[test]
+fn for_each_streams_every_row_in_order_while_each_row_runs_other_statements() {
+    on_both(|db| {
+        db.batch("BEGIN").unwrap();
+        for n in 0..150i64 {
+            db.execute(
+                "INSERT INTO probe (id, status, n) VALUES (?1, 'active', ?2)",
+                &[&format!("p{n:03}"), &n],
+            )
+            .unwrap();
+        }
+        let open_cursors = || {
+            db.query_one(
+                "SELECT count(*) FROM pg_cursors WHERE name LIKE 'memoree_rows_%'",
+                &[],
+                |r| r.get::<i64>(0),
+            )
+        };
+        let mut seen = Vec::new();
+        db.for_each("SELECT id, n FROM probe WHERE n >= ?1 ORDER BY n", &[&0i64], |row| {
+            let n: i64 = row.get(1)?;
+            // Another statement, and another walk, between two rows of this one.
+            let id: String = db.query_one("SELECT id FROM probe WHERE n = ?1", &[&n], |r| r.get(0))?;
+            assert_eq!(id, row.get::<String>(0)?);
+            if n % 50 == 0 {
+                let mut inner = 0;
+                db.for_each("SELECT n FROM probe WHERE n < ?1", &[&3i64], |_| {
+                    inner += 1;
+                    Ok(())
+                })?;
+                assert_eq!(inner, 3);
+            }
+            if n == 0 && db.dialect() == Dialect::Postgres {
+                assert_eq!(
+                    open_cursors()?,
+                    1,
+                    "PostgreSQL rows come from a cursor, not a loaded result"
+                );
+            }
+            seen.push(n);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, (0..150).collect::<Vec<_>>(), "{:?}", db.dialect());
+
+        // A walk that `each` stops leaves nothing open: the next one runs as the first did.
+        let stopped = db.for_each("SELECT n FROM probe", &[], |_| {
+            Err(StoreError::Invalid("stop".to_owned()))
+        });
+        assert!(matches!(stopped, Err(StoreError::Invalid(_))), "{stopped:?}");
+        if db.dialect() == Dialect::Postgres {
+            assert_eq!(open_cursors().unwrap(), 0);
+        }
+        let mut count = 0;
+        db.for_each("SELECT n FROM probe", &[], |_| {
+            count += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(count, 150);
+        db.batch("COMMIT").unwrap();
+    });
+}

@@ -10,7 +10,7 @@
 //! transaction); a read returns bytes whose size and BLAKE3 match what the caller expects,
 //! or an integrity error, never other data.
 
-use super::conn::PgConn;
+use super::PgConn;
 use crate::blob::{self, BlobError, Digest};
 use crate::store::error::{StoreError, StoreResult};
 use crate::timefmt;

@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use postgres::Config;
 
+use super::PgConn;
 use super::PgStats;
-use super::conn::PgConn;
 use crate::store::error::{StoreError, StoreResult};
 use crate::timefmt::{self, Timestamp};
 

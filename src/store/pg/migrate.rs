@@ -5,7 +5,7 @@
 //! one of them applies a pending migration and the others then find it applied. DDL is
 //! transactional in PostgreSQL, so a failed migration leaves the previous schema untouched.
 
-use super::conn::PgConn;
+use super::PgConn;
 use crate::store::error::{StoreError, StoreResult};
 
 /// The migrations in order; the schema version is the number applied.

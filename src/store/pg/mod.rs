@@ -3,7 +3,7 @@
 //!
 //! [`PgStore::open`] connects, applies the numbered migrations (`migrate.rs`,
 //! `migrations/*.sql`) and starts this front end's writer (`writer.rs`: group commit under the
-//! database-wide `commit_state` row lock). Reads borrow a pooled connection (`conn.rs`,
+//! database-wide `commit_state` row lock). Reads borrow a pooled connection (`pool.rs`,
 //! `r2d2`) and run in one `REPEATABLE READ READ ONLY` transaction, the snapshot a SQLite read
 //! gets. Blobs live in the database (`blob.rs`).
 //!
@@ -24,10 +24,10 @@
 //! mutations across every front end; a front end holds no state that another needs.
 
 pub mod blob;
-pub mod conn;
 pub mod fts;
 pub mod health;
 mod migrate;
+mod pool;
 mod writer;
 
 use std::sync::Arc;
@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use postgres::Config;
 
-pub use conn::PgConn;
+pub use crate::store::db::PgConn;
 pub use health::{Outage, ProbeError};
 pub use migrate::{SCHEMA_VERSION, schema_version};
 
@@ -74,7 +74,7 @@ pub struct PgStore {
 
 struct Inner {
     /// `None` only while being dropped.
-    readers: Option<r2d2::Pool<conn::Manager>>,
+    readers: Option<r2d2::Pool<pool::Manager>>,
     writer: writer::PgWriter,
     health: Arc<health::Health>,
     gate: Arc<health::Gate>,
@@ -202,7 +202,7 @@ impl PgStore {
             .min_idle(Some(1))
             .connection_timeout(POOL_RECONNECT)
             .error_handler(Box::new(r2d2::NopErrorHandler));
-        let manager = conn::Manager {
+        let manager = pool::Manager {
             config: config.clone(),
             timeout: SESSION_TIMEOUT,
             health: Arc::clone(&health),
@@ -280,7 +280,7 @@ impl PgStore {
     /// A pooled connection outside any transaction (blob writes, tests). While the server is
     /// unreachable this fails within about a second with [`StoreError::Unavailable`] rather
     /// than waiting out the pool's timeout.
-    pub fn connection(&self) -> StoreResult<r2d2::PooledConnection<conn::Manager>> {
+    pub fn connection(&self) -> StoreResult<r2d2::PooledConnection<pool::Manager>> {
         self.inner.gate.check(&self.inner.health)?;
         let Some(pool) = &self.inner.readers else {
             return Err(StoreError::WriterGone);

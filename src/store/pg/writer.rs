@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use postgres::Config;
 
-use super::conn::PgConn;
+use super::PgConn;
 use super::health::Health;
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::{Db, Tx};

@@ -13,8 +13,7 @@ use super::import::{ImportReport, Mode};
 use crate::fsutil;
 use crate::store::Store;
 use crate::store::error::{StoreError, StoreResult};
-use crate::store::restore::{check_target, not_empty};
-use crate::store::staging::{self, sync_tree};
+use crate::store::staging::{self, check_target, not_empty, sync_tree};
 
 /// Prefix of the staging directory created next to the target.
 pub const STAGING_PREFIX: &str = ".memoree-import-stage-";

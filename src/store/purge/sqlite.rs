@@ -14,10 +14,10 @@
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::{Value, json};
 
-use super::fts_tables;
 use crate::blob::{BlobStore, Digest};
 use crate::store::Tx;
 use crate::store::error::StoreResult;
+use crate::store::tombstone::fts_tables;
 
 /// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer connection (outside any
 /// group), committing on success and rolling back on failure or panic.

@@ -275,21 +275,6 @@ fn an_interrupted_erasure_is_finished_when_the_store_is_opened() {
 }
 
 #[test]
-fn fts_tables_lists_every_fts5_table_and_no_vocabulary_table() {
-    let t = TestStore::new();
-    let raw = t.raw();
-    raw.execute_batch("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, claim_fts, 'row')")
-        .unwrap();
-    assert_eq!(fts_tables(&raw).unwrap(), ["artifact_fts", "claim_fts"]);
-    assert_eq!(
-        virtual_module("CREATE VIRTUAL TABLE x USING fts5vocab(a, b, 'row')"),
-        Some("fts5vocab")
-    );
-    assert_eq!(virtual_module("create virtual table x using fts5 (a)"), Some("fts5"));
-    assert_eq!(virtual_module("CREATE TABLE x (a)"), None);
-}
-
-#[test]
 fn a_reader_holding_an_old_snapshot_leaves_the_erasure_incomplete_until_it_is_finished() {
     let t = TestStore::new();
     let row = t.put("held", format!("held {SECRET}").as_bytes());

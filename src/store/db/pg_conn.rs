@@ -1,5 +1,6 @@
-//! One PostgreSQL connection with its prepared-statement cache, and the `r2d2` manager that
-//! pools them.
+//! [`PgConn`]: one PostgreSQL connection with its prepared-statement cache, the connection
+//! a [`Db::Postgres`](super::Db::Postgres) wraps (the `r2d2` pool of the PostgreSQL backend
+//! lives in `store::pg`).
 //!
 //! Statements are written with SQLite's numbered placeholders (`?1`, `?2`, …) so the SQL the
 //! two backends share reads the same; [`pg_sql`] rewrites them to `$1`, `$2`, … once, when a
@@ -9,22 +10,27 @@
 //! **Invariant:** no caller text is ever spliced into SQL here; values travel as parameters.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::time::Duration;
 
 use postgres::types::ToSql;
 use postgres::{Client, Config, NoTls, Row, Statement};
 
-use crate::store::error::{StoreError, StoreResult};
+use crate::store::error::StoreResult;
 
 /// Parameters of one statement.
 pub type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
+
+/// Rows a cursor of [`PgConn::for_each`] fetches per round trip.
+const FETCH_ROWS: usize = 64;
 
 /// A pooled connection: the client and the statements prepared on it.
 pub struct PgConn {
     client: RefCell<Client>,
     statements: RefCell<HashMap<String, Statement>>,
+    /// Cursors of [`PgConn::for_each`] open now (they nest): the next one's name.
+    cursors: Cell<u32>,
 }
 
 impl std::fmt::Debug for PgConn {
@@ -46,6 +52,7 @@ impl PgConn {
         Ok(PgConn {
             client: RefCell::new(client),
             statements: RefCell::new(HashMap::new()),
+            cursors: Cell::new(0),
         })
     }
 
@@ -74,6 +81,39 @@ impl PgConn {
     pub fn query_one(&self, sql: &str, params: Params<'_>) -> StoreResult<Row> {
         let statement = self.statement(sql)?;
         Ok(self.client.borrow_mut().query_one(&statement, params)?)
+    }
+
+    /// Runs a query (`SELECT` or `VALUES`) through a cursor of the current transaction and
+    /// hands every row to `each`, `FETCH_ROWS` (64) rows fetched at a time: memory holds one
+    /// batch, not the result. The cursor reads the snapshot it was opened in and stays open
+    /// while `each` runs other statements on this connection. Only inside a transaction (every
+    /// `Db` the store hands out is in one: a read snapshot or a mutation).
+    pub fn for_each(
+        &self,
+        sql: &str,
+        params: Params<'_>,
+        mut each: impl FnMut(&Row) -> StoreResult<()>,
+    ) -> StoreResult<()> {
+        let depth = self.cursors.get();
+        let cursor = format!("memoree_rows_{depth}");
+        self.execute(&format!("DECLARE {cursor} NO SCROLL CURSOR FOR {sql}"), params)?;
+        self.cursors.set(depth + 1);
+        // Not prepared once: what a FETCH returns is described by the cursor it names.
+        let fetch = format!("FETCH FORWARD {FETCH_ROWS} FROM {cursor}");
+        let walked = (|| loop {
+            let rows = self.client.borrow_mut().query(fetch.as_str(), &[])?;
+            for row in &rows {
+                each(row)?;
+            }
+            if rows.len() < FETCH_ROWS {
+                return Ok(());
+            }
+        })();
+        self.cursors.set(depth);
+        // After a failure the transaction may be aborted, and the CLOSE with it: the failure
+        // is what the caller hears.
+        let closed = self.batch(&format!("CLOSE {cursor}"));
+        walked.and(closed)
     }
 
     /// Runs a statement; returns the number of rows it changed.
@@ -134,37 +174,6 @@ pub fn pg_sql(sql: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
-}
-
-/// The `r2d2` manager of [`PgConn`]s; every connection attempt tells `health` whether the
-/// server was reachable.
-#[derive(Debug)]
-pub struct Manager {
-    pub config: Config,
-    pub timeout: Duration,
-    pub health: std::sync::Arc<super::health::Health>,
-}
-
-impl r2d2::ManageConnection for Manager {
-    type Connection = PgConn;
-    type Error = StoreError;
-
-    fn connect(&self) -> StoreResult<PgConn> {
-        let conn = PgConn::connect(&self.config, self.timeout);
-        match &conn {
-            Ok(_) => self.health.up(),
-            Err(error) => self.health.failed(error),
-        }
-        conn
-    }
-
-    fn is_valid(&self, conn: &mut PgConn) -> StoreResult<()> {
-        conn.batch("")
-    }
-
-    fn has_broken(&self, conn: &mut PgConn) -> bool {
-        conn.is_closed()
-    }
 }
 
 #[cfg(test)]
