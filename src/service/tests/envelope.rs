@@ -5,17 +5,18 @@ use serde_json::{Value, json};
 
 use crate::protocol::{ErrorCode, Response};
 use crate::service::Service;
-use crate::service::tests::support::checked;
+use crate::service::tests::support::{Keep, TestStore, checked};
 
 struct Fixture {
-    _dir: tempfile::TempDir,
     service: Service,
+    _keep: Keep,
 }
 
-fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let service = Service::open(&dir.path().join("data")).unwrap();
-    Fixture { _dir: dir, service }
+impl Fixture {
+    fn on(store: TestStore) -> Fixture {
+        let (service, keep) = store.into_parts();
+        Fixture { service, _keep: keep }
+    }
 }
 
 fn context() -> Value {
@@ -46,14 +47,13 @@ impl Fixture {
     fn count(&self, table: &str) -> i64 {
         self.service
             .store()
-            .read(|conn| Ok(conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))?))
+            .read_db(|db| db.query_one(&format!("SELECT count(*) FROM {table}"), &[], |r| r.get(0)))
             .unwrap()
     }
 }
 
-#[test]
-fn put_then_get_round_trips_text_and_acknowledgements_omit_content() {
-    let f = fixture();
+backend_test!(fn put_then_get_round_trips_text_and_acknowledgements_omit_content(store) {
+    let f = Fixture::on(store);
     let put = f.put_text("k1", "SQLite is authoritative.");
     assert!(put.get("content").is_none());
     assert_eq!(put["created"], json!(true));
@@ -65,11 +65,10 @@ fn put_then_get_round_trips_text_and_acknowledgements_omit_content() {
         json!({"type": "text", "data": "SQLite is authoritative."})
     );
     assert_eq!(result["revision_id"], put["revision_id"]);
-}
+});
 
-#[test]
-fn an_identical_replay_returns_the_original_acknowledgement_and_creates_nothing() {
-    let f = fixture();
+backend_test!(fn an_identical_replay_returns_the_original_acknowledgement_and_creates_nothing(store) {
+    let f = Fixture::on(store);
     let first = f.put_text("same-key", "once");
     let second = f.put_text("same-key", "once");
     assert_eq!(first["artifact_id"], second["artifact_id"]);
@@ -89,11 +88,10 @@ fn an_identical_replay_returns_the_original_acknowledgement_and_creates_nothing(
             .unwrap()
             .ends_with(":same-key")
     );
-}
+});
 
-#[test]
-fn a_stale_if_revision_is_a_revision_conflict_with_details() {
-    let f = fixture();
+backend_test!(fn a_stale_if_revision_is_a_revision_conflict_with_details(store) {
+    let f = Fixture::on(store);
     let put = f.put_text("k", "v1");
     let revise = |key: &str, rev: &Value| {
         f.call(json!({
@@ -108,11 +106,10 @@ fn a_stale_if_revision_is_a_revision_conflict_with_details() {
     assert_eq!(error.code, ErrorCode::RevisionConflict);
     assert_eq!(error.details["requested_revision"], put["revision_id"]);
     assert_eq!(error.details["current_revision"], ok.result.unwrap()["revision_id"]);
-}
+});
 
-#[test]
-fn a_failed_mutation_leaves_no_row_no_event_and_no_commit() {
-    let f = fixture();
+backend_test!(fn a_failed_mutation_leaves_no_row_no_event_and_no_commit(store) {
+    let f = Fixture::on(store);
     let response = f.call(json!({
         "request_id": "r", "op": "claim.assert", "idempotency_key": "k", "context": context(),
         "input": {"claim_type": "fact", "statement": "x", "evidence": [{"artifact_id": "art_missing", "revision_id": "arev_missing"}]}
@@ -123,11 +120,10 @@ fn a_failed_mutation_leaves_no_row_no_event_and_no_commit() {
     assert_eq!(f.count("events"), 0);
     assert_eq!(f.count("idempotency"), 0);
     assert_eq!(f.service.store().last_commit_seq().unwrap(), 0);
-}
+});
 
-#[test]
-fn envelope_failures_echo_the_request_id_and_use_stable_codes() {
-    let f = fixture();
+backend_test!(fn envelope_failures_echo_the_request_id_and_use_stable_codes(store) {
+    let f = Fixture::on(store);
     let version = f.call(json!({"v": 2, "request_id": "req_v", "op": "capabilities", "input": {}}));
     let error = version.error.unwrap();
     assert_eq!(version.request_id, "req_v");
@@ -146,11 +142,10 @@ fn envelope_failures_echo_the_request_id_and_use_stable_codes() {
     let garbage = f.service.handle_json(b"{not json", "req_transport");
     assert_eq!(garbage.request_id, "req_transport");
     assert_eq!(garbage.error.unwrap().code, ErrorCode::InvalidRequest);
-}
+});
 
-#[test]
-fn claims_revise_retract_and_page_through_history() {
-    let f = fixture();
+backend_test!(fn claims_revise_retract_and_page_through_history(store) {
+    let f = Fixture::on(store);
     let artifact = f.put_text("a", "The cache TTL is 30 seconds.");
     let assert = f
         .ok(json!({
@@ -197,11 +192,10 @@ fn claims_revise_retract_and_page_through_history() {
         "input": {"claim_id": assert["claim_id"], "reason": "again"}
     }));
     assert_eq!(again.error.unwrap().code, ErrorCode::InvalidRequest);
-}
+});
 
-#[test]
-fn replays_rebuild_the_original_acknowledgement_exactly_after_later_lifecycle_changes() {
-    let f = fixture();
+backend_test!(fn replays_rebuild_the_original_acknowledgement_exactly_after_later_lifecycle_changes(store) {
+    let f = Fixture::on(store);
     let put_request = json!({
         "request_id": "req_put", "op": "artifact.put", "idempotency_key": "put", "context": context(),
         "input": {"kind": "note", "title": "A note", "content": {"type": "text", "data": "evidence text here"},
@@ -247,4 +241,4 @@ fn replays_rebuild_the_original_acknowledgement_exactly_after_later_lifecycle_ch
         replay["created"] = json!(true);
         assert_eq!(replay, original, "a replay must return the original acknowledgement");
     }
-}
+});
