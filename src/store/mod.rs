@@ -15,6 +15,7 @@ pub mod claim;
 pub mod conflict;
 pub mod db;
 mod error;
+pub mod fts;
 mod group;
 pub mod idempotency;
 mod migrate;
