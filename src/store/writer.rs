@@ -187,6 +187,52 @@ mod tests {
         Ok(())
     }
 
+    /// A job that panics inside a group fails alone: its own writes are rolled back to its
+    /// savepoint, and the jobs before and after it in the same group commit.
+    #[test]
+    fn a_panicking_job_fails_alone_and_the_rest_of_its_group_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = Connection::open(dir.path().join("db")).unwrap();
+        conn.execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (v BLOB);")
+            .unwrap();
+        let writer = Arc::new(Writer::spawn(conn, DiskFullFlag::default()).unwrap());
+
+        let (held, is_held) = mpsc::channel();
+        let (release, released) = mpsc::channel::<()>();
+        let hold = {
+            let writer = Arc::clone(&writer);
+            std::thread::spawn(move || {
+                writer.exclusive(move |_| {
+                    held.send(()).unwrap();
+                    released.recv().unwrap();
+                    Ok(())
+                })
+            })
+        };
+        is_held.recv().unwrap();
+        let mut jobs = Vec::new();
+        for panics in [false, true, false] {
+            let writer = Arc::clone(&writer);
+            jobs.push(std::thread::spawn(move || {
+                writer.write(move |tx| {
+                    insert(tx, 16)?;
+                    assert!(!panics, "this job panics after its insert");
+                    Ok(())
+                })
+            }));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        release.send(()).unwrap();
+        hold.join().unwrap().unwrap();
+        let results: Vec<StoreResult<()>> = jobs.into_iter().map(|job| job.join().unwrap()).collect();
+        assert!(results[0].is_ok() && results[2].is_ok(), "{results:?}");
+        assert!(matches!(&results[1], Err(StoreError::Internal(_))), "{results:?}");
+        let rows: i64 = writer
+            .exclusive(|conn| Ok(conn.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?))
+            .unwrap();
+        assert_eq!(rows, 2);
+    }
+
     /// A job that makes SQLite roll the whole group transaction back on `SQLITE_FULL` takes
     /// the jobs before and after it down too; each of them must hear that the disk is full
     /// (retryable, nothing stored), not an unrelated "failed to commit" error.
