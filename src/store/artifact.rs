@@ -4,10 +4,10 @@
 //! when that pays, with its encoding in `inline_encoding`); larger content lives in the CAS
 //! and is referenced by the digest of its raw bytes. Every revision gets exactly one
 //! full-text row (`artifact_fts` on SQLite, `artifact_search` on PostgreSQL; keyed by the
-//! revision `seq`) in the same transaction.
+//! revision `seq`), written by [`super::fts`] in the same transaction.
 
 use super::Tx;
-use super::db::{Db, Dialect, Row};
+use super::db::{Db, Row};
 use super::error::{StoreError, StoreResult};
 use super::revisioned::{self, RevisionRow, Revisioned};
 use super::scope::{Owner, owner_from_db_row};
@@ -311,24 +311,14 @@ impl Revisioned for Artifacts {
             ],
             |r| r.get(0),
         )?;
-        match db.dialect() {
-            Dialect::Sqlite => {
-                db.execute(
-                    "INSERT INTO artifact_fts (rowid, title, body) VALUES (?1, ?2, ?3)",
-                    &[&seq, &new.title, &body.as_deref().unwrap_or("")],
-                )?;
-            }
-            Dialect::Postgres => {
-                // The blob was stored before this transaction; a purge on any front end may
-                // have erased the same bytes since (its scrub deletes blobs no live revision
-                // cites, under the commit lock this transaction holds now). Storing it again
-                // here is a no-op unless that happened, and makes the citation safe.
-                if let (None, Db::Postgres(conn)) = (&new.blob.inline, db) {
-                    super::pg::blob::insert(conn, &new.blob.digest, &new.content)?;
-                }
-                super::pg::fts::insert_artifact_row(db, seq, &new.title, body.as_deref().unwrap_or(""))?;
-            }
+        // The blob was stored before this transaction; a purge on any front end may have
+        // erased the same bytes since (its scrub deletes blobs no live revision cites, under
+        // the commit lock this transaction holds now). On PostgreSQL, storing it again here is
+        // a no-op unless that happened, and makes the citation safe.
+        if let (None, Db::Postgres(conn)) = (&new.blob.inline, db) {
+            super::pg::blob::insert(conn, &new.blob.digest, &new.content)?;
         }
+        super::fts::insert_artifact(db, seq, &new.title, body.as_deref().unwrap_or(""))?;
         if let Some(vectors) = &new.vectors {
             super::vectors::write(db, EntityType::Artifact, seq, vectors)?;
         }

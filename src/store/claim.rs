@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use super::conflict;
-use super::db::{Db, Dialect, Row};
+use super::db::{Db, Row};
 use super::error::{StoreError, StoreResult};
 use super::revisioned::{self, RevisionRow, Revisioned};
 use super::scope::{Owner, owner_from_db_row};
@@ -242,15 +242,7 @@ impl Revisioned for Claims {
             ],
             |r| r.get(0),
         )?;
-        match db.dialect() {
-            Dialect::Sqlite => {
-                db.execute(
-                    "INSERT INTO claim_fts (rowid, statement) VALUES (?1, ?2)",
-                    &[&seq, &new.statement],
-                )?;
-            }
-            Dialect::Postgres => super::pg::fts::insert_claim_row(db, seq, &new.statement)?,
-        }
+        super::fts::insert_claim(db, seq, &new.statement)?;
         if let Some(vectors) = &new.vectors {
             super::vectors::write(db, EntityType::Claim, seq, vectors)?;
         }

@@ -1,8 +1,8 @@
 //! The authoritative store: SQLite (WAL, FTS5) plus the blob CAS.
 //!
-//! Writes go through one writer thread with group commit (`writer`); reads use a small
-//! pool of read-only connections, each read in its own snapshot transaction. Entity modules
-//! own their SQL and return plain row structs.
+//! Writes go through one writer thread with group commit (`writer`, on the loop both backends
+//! share, `group`); reads use a small pool of read-only connections, each read in its own
+//! snapshot transaction. Entity modules own their SQL and return plain row structs.
 //!
 //! **Invariants:** the store knows nothing about envelopes or JSON requests; `commit_seq` is
 //! taken inside the same transaction as the change and its `events` row; revision rows are
@@ -15,6 +15,8 @@ pub mod claim;
 pub mod conflict;
 pub mod db;
 mod error;
+pub mod fts;
+mod group;
 pub mod idempotency;
 mod migrate;
 pub mod pg;

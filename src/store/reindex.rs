@@ -2,21 +2,23 @@
 //!
 //! On the embedded store it runs on the writer connection inside [`Store::exclusive`], in
 //! one transaction: every FTS row is dropped (orphans included) and one row per revision is
-//! written again, with the same text the write path indexes (title plus the body of
-//! indexable media types, statement for claims). A blob that cannot be read verified fails the whole rebuild and
-//! leaves the old projection untouched; run `verify` to locate it. Purged revisions get no
-//! row. On PostgreSQL ([`pg`]) the same rebuild is one job of the PostgreSQL writer.
+//! written again through [`super::fts`], with the same text the write path indexes (title
+//! plus the body of indexable media types, statement for claims). A blob that cannot be read
+//! verified fails the whole rebuild and leaves the old projection untouched; run `verify` to
+//! locate it. Purged revisions get no row. On PostgreSQL ([`pg`]) the same rebuild is one job
+//! of the PostgreSQL writer.
 //!
 //! **Invariant:** authoritative tables are never written, and `commit_seq` does not move.
 
 use std::collections::HashSet;
 
-use rusqlite::{Connection, params};
+use rusqlite::Connection;
 
-use super::artifact;
+use super::db::{Db, Row};
 use super::error::StoreResult;
+use super::fts::{self, StoredArtifact};
 use super::{Store, last_commit_seq};
-use crate::blob::{BlobStore, Digest};
+use crate::blob::BlobStore;
 use crate::progress::Progress;
 use crate::store::StoreError;
 
@@ -69,10 +71,7 @@ pub fn rebuild(conn: &Connection, blobs: &BlobStore) -> StoreResult<ReindexRepor
 pub(crate) fn rebuild_in_transaction(conn: &Connection, blobs: &BlobStore) -> StoreResult<ReindexReport> {
     let removed_orphan_rows =
         orphans(conn, "artifact_revisions", "artifact_fts")? + orphans(conn, "claim_revisions", "claim_fts")?;
-    conn.execute_batch(
-        "INSERT INTO artifact_fts (artifact_fts) VALUES ('delete-all');
-         INSERT INTO claim_fts (claim_fts) VALUES ('delete-all');",
-    )?;
+    fts::clear(Db::Sqlite(conn))?;
     let total: i64 = conn.query_row(
         "SELECT (SELECT count(*) FROM artifact_revisions WHERE purged = 0) + (SELECT count(*) FROM claim_revisions WHERE purged = 0)",
         [],
@@ -112,31 +111,15 @@ fn orphans(conn: &Connection, revisions: &str, fts: &str) -> StoreResult<u64> {
 }
 
 fn reindex_artifacts(conn: &Connection, blobs: &BlobStore, progress: &mut Progress) -> StoreResult<u64> {
-    let mut insert = conn.prepare("INSERT INTO artifact_fts (rowid, title, body) VALUES (?1, ?2, ?3)")?;
-    let mut stmt = conn.prepare(
-        "SELECT seq, id, title, body_indexed, blob_hash, blob_size, inline_blob, inline_encoding
-         FROM artifact_revisions WHERE purged = 0 ORDER BY seq",
-    )?;
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {} FROM artifact_revisions r WHERE r.purged = 0 ORDER BY r.seq",
+        StoredArtifact::COLUMNS
+    ))?;
     let mut rows = stmt.query([])?;
     let mut count = 0;
     while let Some(row) = rows.next()? {
-        let seq: i64 = row.get(0)?;
-        let revision: String = row.get(1)?;
-        let title: String = row.get(2)?;
-        let body = if row.get::<_, bool>(3)? {
-            let hash: String = row.get(4)?;
-            let size = row.get::<_, i64>(5)?.max(0) as u64;
-            let digest = Digest::parse(&hash)
-                .ok_or_else(|| StoreError::Integrity(format!("invalid blob hash on revision {revision}")))?;
-            let bytes = match row.get::<_, Option<Vec<u8>>>(6)? {
-                Some(stored) => artifact::read_inline(&digest, size, &stored, row.get(7)?)?,
-                None => blobs.get(&digest, size)?,
-            };
-            String::from_utf8_lossy(&bytes).into_owned()
-        } else {
-            String::new()
-        };
-        insert.execute(params![seq, title, body])?;
+        let revision = StoredArtifact::from_row(&Row::Sqlite(row))?;
+        revision.index(Db::Sqlite(conn), |digest, size| Ok(blobs.get(digest, size)?))?;
         count += 1;
         progress.inc(1);
     }
@@ -144,12 +127,11 @@ fn reindex_artifacts(conn: &Connection, blobs: &BlobStore, progress: &mut Progre
 }
 
 fn reindex_claims(conn: &Connection, progress: &mut Progress) -> StoreResult<u64> {
-    let mut insert = conn.prepare("INSERT INTO claim_fts (rowid, statement) VALUES (?1, ?2)")?;
     let mut stmt = conn.prepare("SELECT seq, statement FROM claim_revisions WHERE purged = 0 ORDER BY seq")?;
     let mut rows = stmt.query([])?;
     let mut count = 0;
     while let Some(row) = rows.next()? {
-        insert.execute(params![row.get::<_, i64>(0)?, row.get::<_, String>(1)?])?;
+        fts::insert_claim(Db::Sqlite(conn), row.get(0)?, &row.get::<_, String>(1)?)?;
         count += 1;
         progress.inc(1);
     }

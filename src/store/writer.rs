@@ -1,8 +1,12 @@
-//! The single writer: one thread owns the write connection and commits mutations in groups.
+//! The single writer of the embedded store: one thread owns the write connection and commits
+//! mutations in groups ([`super::group`]).
 //!
-//! Callers submit a closure; the writer drains every job that is already queued, runs each
-//! inside its own `SAVEPOINT` of one `BEGIN IMMEDIATE` transaction, and issues one `COMMIT`
-//! (one fsync with `synchronous=FULL`) for the whole group.
+//! Each group is one `BEGIN IMMEDIATE` transaction: every job runs inside its own
+//! `SAVEPOINT`, and one `COMMIT` (one fsync with `synchronous=FULL`) makes the whole group
+//! durable. What is SQLite's own here: the transaction statements (run through the statement
+//! cache), the injected disk-full cap applied as each group begins, exclusive jobs on the bare
+//! connection (backups, reindex), and noticing that SQLite rolled the transaction back under
+//! a job (`SQLITE_FULL`, an I/O error).
 //!
 //! **Invariant:** a job's result is delivered only after the `COMMIT` that made its changes
 //! durable has returned. A failed job is rolled back to its savepoint and leaves nothing
@@ -10,129 +14,18 @@
 //! error), every job of the group is told it failed, with that job's cause, and none is
 //! acknowledged.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 
 use rusqlite::Connection;
 
 use super::error::{StoreError, StoreResult};
+use super::group::{Backend, GroupConn, GroupWriter};
 use super::{Db, Tx};
 use crate::fault::DiskFullFlag;
-use crate::timefmt;
-
-/// Upper bound on mutations sharing one commit.
-const MAX_GROUP: usize = 256;
-
-type CommitOutcome = Result<(), Arc<rusqlite::Error>>;
-
-trait Job: Send {
-    /// Runs inside the group transaction; returns whether the job succeeded.
-    fn run(&mut self, tx: &Tx<'_>) -> bool;
-    /// The SQLite failure the job ended with, if that is how it failed.
-    fn sqlite_failure(&self) -> Option<rusqlite::Error>;
-    /// Delivers the result once the group's fate is known.
-    fn finish(self: Box<Self>, commit: CommitOutcome);
-    /// Runs alone on the writer connection, outside any group transaction.
-    fn run_exclusive(self: Box<Self>, conn: &Connection);
-    fn is_exclusive(&self) -> bool;
-}
-
-struct GroupJob<T, F> {
-    f: Option<F>,
-    result: Option<StoreResult<T>>,
-    reply: SyncSender<StoreResult<T>>,
-}
-
-impl<T, F> Job for GroupJob<T, F>
-where
-    T: Send,
-    F: FnOnce(&Tx<'_>) -> StoreResult<T> + Send,
-{
-    fn run(&mut self, tx: &Tx<'_>) -> bool {
-        let Some(f) = self.f.take() else { return false };
-        let result = catch_unwind(AssertUnwindSafe(|| f(tx)))
-            .unwrap_or_else(|_| Err(StoreError::Internal("a mutation panicked inside the writer".to_owned())));
-        let ok = result.is_ok();
-        self.result = Some(result);
-        ok
-    }
-
-    fn sqlite_failure(&self) -> Option<rusqlite::Error> {
-        match &self.result {
-            Some(Err(StoreError::Sqlite(rusqlite::Error::SqliteFailure(error, message)))) => {
-                Some(rusqlite::Error::SqliteFailure(*error, message.clone()))
-            }
-            _ => None,
-        }
-    }
-
-    fn finish(self: Box<Self>, commit: CommitOutcome) {
-        let result = match (self.result, commit) {
-            (Some(Err(e)), _) => Err(e),
-            (Some(Ok(value)), Ok(())) => Ok(value),
-            (Some(Ok(_)), Err(e)) => Err(StoreError::Commit(e)),
-            (None, Err(e)) => Err(StoreError::Commit(e)),
-            (None, Ok(())) => Err(StoreError::Internal("a mutation was dropped before it ran".to_owned())),
-        };
-        let _ = self.reply.send(result);
-    }
-
-    fn run_exclusive(self: Box<Self>, _conn: &Connection) {
-        let _ = self
-            .reply
-            .send(Err(StoreError::Internal("group job run exclusively".to_owned())));
-    }
-
-    fn is_exclusive(&self) -> bool {
-        false
-    }
-}
-
-struct ExclusiveJob<T, F> {
-    f: F,
-    reply: SyncSender<StoreResult<T>>,
-}
-
-impl<T, F> Job for ExclusiveJob<T, F>
-where
-    T: Send,
-    F: FnOnce(&Connection) -> StoreResult<T> + Send,
-{
-    fn run(&mut self, _tx: &Tx<'_>) -> bool {
-        false
-    }
-
-    fn sqlite_failure(&self) -> Option<rusqlite::Error> {
-        None
-    }
-
-    fn finish(self: Box<Self>, _commit: CommitOutcome) {
-        let _ = self
-            .reply
-            .send(Err(StoreError::Internal("exclusive job run in a group".to_owned())));
-    }
-
-    fn run_exclusive(self: Box<Self>, conn: &Connection) {
-        let f = self.f;
-        let result = catch_unwind(AssertUnwindSafe(|| f(conn))).unwrap_or_else(|_| {
-            Err(StoreError::Internal(
-                "an exclusive job panicked inside the writer".to_owned(),
-            ))
-        });
-        let _ = self.reply.send(result);
-    }
-
-    fn is_exclusive(&self) -> bool {
-        true
-    }
-}
 
 /// Handle to the writer thread.
 pub(crate) struct Writer {
-    queue: Mutex<Option<Sender<Box<dyn Job>>>>,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    group: GroupWriter<SqliteWriter>,
 }
 
 impl Writer {
@@ -145,25 +38,8 @@ impl Writer {
         } else {
             None
         };
-        let (queue, jobs) = mpsc::channel::<Box<dyn Job>>();
-        let thread = std::thread::Builder::new()
-            .name("memoree-writer".to_owned())
-            .spawn(move || writer_loop(conn, jobs, cap))?;
-        Ok(Writer {
-            queue: Mutex::new(Some(queue)),
-            thread: Mutex::new(Some(thread)),
-        })
-    }
-
-    fn submit<T: Send>(&self, job: Box<dyn Job>, reply: Receiver<StoreResult<T>>) -> StoreResult<T> {
-        {
-            let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-            let Some(queue) = queue.as_ref() else {
-                return Err(StoreError::WriterGone);
-            };
-            queue.send(job).map_err(|_| StoreError::WriterGone)?;
-        }
-        reply.recv().unwrap_or(Err(StoreError::WriterGone))
+        let group = GroupWriter::spawn("memoree-writer", SqliteWriter { conn, cap })?;
+        Ok(Writer { group })
     }
 
     /// Runs `f` inside the next group commit and returns once it is durable (or failed).
@@ -172,15 +48,7 @@ impl Writer {
         T: Send + 'static,
         F: FnOnce(&Tx<'_>) -> StoreResult<T> + Send + 'static,
     {
-        let (reply, result) = mpsc::sync_channel(1);
-        self.submit(
-            Box::new(GroupJob {
-                f: Some(f),
-                result: None,
-                reply,
-            }),
-            result,
-        )
+        self.group.write(f)
     }
 
     /// Runs `f` alone on the writer connection: no other write runs meanwhile.
@@ -189,22 +57,86 @@ impl Writer {
         T: Send + 'static,
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
     {
-        let (reply, result) = mpsc::sync_channel(1);
-        self.submit(Box::new(ExclusiveJob { f, reply }), result)
+        self.group.exclusive(move |writer: &mut SqliteWriter| f(&writer.conn))
     }
 
     /// Stops accepting jobs, lets queued jobs finish and joins the thread.
     pub(crate) fn shutdown(&self) {
-        self.queue.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(thread) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            let _ = thread.join();
-        }
+        self.group.shutdown();
     }
 }
 
-impl Drop for Writer {
-    fn drop(&mut self) {
-        self.shutdown();
+/// The writer connection and the disk-full fault it may be under.
+struct SqliteWriter {
+    conn: Connection,
+    cap: Option<PageCap>,
+}
+
+impl Backend for SqliteWriter {
+    type Conn = SqliteWriter;
+
+    fn connection(&mut self) -> rusqlite::Result<&SqliteWriter> {
+        Ok(self)
+    }
+}
+
+impl GroupConn for SqliteWriter {
+    type Error = rusqlite::Error;
+
+    fn db(&self) -> Db<'_> {
+        Db::Sqlite(&self.conn)
+    }
+
+    fn begin(&self) -> rusqlite::Result<()> {
+        run(&self.conn, "BEGIN IMMEDIATE")?;
+        match &self.cap {
+            Some(cap) => cap.apply(&self.conn),
+            None => Ok(()),
+        }
+    }
+
+    fn savepoint(&self) -> rusqlite::Result<()> {
+        run(&self.conn, "SAVEPOINT memoree_job")
+    }
+
+    fn release(&self) -> rusqlite::Result<()> {
+        run(&self.conn, "RELEASE memoree_job")
+    }
+
+    fn roll_back_job(&self) -> rusqlite::Result<()> {
+        run(&self.conn, "ROLLBACK TO memoree_job")?;
+        run(&self.conn, "RELEASE memoree_job")
+    }
+
+    fn commit(&self) -> rusqlite::Result<()> {
+        run(&self.conn, "COMMIT")
+    }
+
+    fn roll_back(&self) {
+        if !self.conn.is_autocommit() {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+    }
+
+    /// SQLite rolled the whole transaction back under a job when the connection is back in
+    /// autocommit mode (on `SQLITE_FULL` or an I/O error it does so unless the statement had
+    /// its own journal): nothing of this group is durable, so nothing may be acknowledged.
+    /// Every job of the group is told the job's own SQLite cause, so a full disk reads as a
+    /// full disk (retryable) for all of them rather than as "no such savepoint".
+    fn aborted(&self, failure: Option<&StoreError>) -> Option<rusqlite::Error> {
+        if !self.conn.is_autocommit() {
+            return None;
+        }
+        Some(match failure {
+            Some(StoreError::Sqlite(rusqlite::Error::SqliteFailure(error, message))) => {
+                rusqlite::Error::SqliteFailure(*error, message.clone())
+            }
+            _ => rolled_back(),
+        })
+    }
+
+    fn group_error(error: Arc<rusqlite::Error>) -> StoreError {
+        StoreError::Commit(error)
     }
 }
 
@@ -227,89 +159,6 @@ impl PageCap {
     }
 }
 
-fn writer_loop(conn: Connection, jobs: Receiver<Box<dyn Job>>, cap: Option<PageCap>) {
-    let mut carried: Option<Box<dyn Job>> = None;
-    loop {
-        let first = match carried.take() {
-            Some(job) => job,
-            None => match jobs.recv() {
-                Ok(job) => job,
-                Err(_) => return,
-            },
-        };
-        if first.is_exclusive() {
-            first.run_exclusive(&conn);
-            continue;
-        }
-        let mut group = vec![first];
-        while group.len() < MAX_GROUP {
-            match jobs.try_recv() {
-                Ok(job) if job.is_exclusive() => {
-                    carried = Some(job);
-                    break;
-                }
-                Ok(job) => group.push(job),
-                Err(_) => break,
-            }
-        }
-        run_group(&conn, group, cap.as_ref());
-    }
-}
-
-fn run_group(conn: &Connection, mut group: Vec<Box<dyn Job>>, cap: Option<&PageCap>) {
-    let begun = run(conn, "BEGIN IMMEDIATE").and_then(|()| match cap {
-        Some(cap) => cap.apply(conn),
-        None => Ok(()),
-    });
-    if let Err(e) = begun {
-        if !conn.is_autocommit() {
-            let _ = conn.execute_batch("ROLLBACK");
-        }
-        let e = Arc::new(e);
-        group.into_iter().for_each(|job| job.finish(Err(e.clone())));
-        return;
-    }
-    let mut aborted: Option<Arc<rusqlite::Error>> = None;
-    for job in group.iter_mut() {
-        if let Err(e) = run(conn, "SAVEPOINT memoree_job") {
-            aborted = Some(Arc::new(e));
-            break;
-        }
-        let tx = Tx::new(Db::Sqlite(conn), timefmt::now());
-        let ok = job.run(&tx);
-        if conn.is_autocommit() {
-            // SQLite rolled the whole transaction back under this job (on SQLITE_FULL or an
-            // I/O error it does so unless the statement had its own journal): nothing of
-            // this group is durable, so nothing may be acknowledged. Every job of the group
-            // is told the job's own cause, so a full disk reads as a full disk (retryable)
-            // for all of them rather than as "no such savepoint".
-            aborted = Some(Arc::new(job.sqlite_failure().unwrap_or_else(rolled_back)));
-            break;
-        }
-        let end = if ok {
-            run(conn, "RELEASE memoree_job")
-        } else {
-            run(conn, "ROLLBACK TO memoree_job").and_then(|()| run(conn, "RELEASE memoree_job"))
-        };
-        if let Err(e) = end {
-            aborted = Some(Arc::new(e));
-            break;
-        }
-        if conn.is_autocommit() {
-            aborted = Some(Arc::new(rolled_back()));
-            break;
-        }
-    }
-    let outcome = match aborted {
-        Some(e) => Err(e),
-        None => run(conn, "COMMIT").map_err(Arc::new),
-    };
-    if outcome.is_err() && !conn.is_autocommit() {
-        let _ = conn.execute_batch("ROLLBACK");
-    }
-    group.into_iter().for_each(|job| job.finish(outcome.clone()));
-}
-
 /// Runs one transaction-control statement through the statement cache (each group runs
 /// several; parsing them every time showed up in profiles).
 fn run(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
@@ -326,6 +175,7 @@ fn rolled_back() -> rusqlite::Error {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::mpsc;
     use std::time::Duration;
 
     use super::*;
@@ -335,6 +185,52 @@ mod tests {
             .sqlite()?
             .execute("INSERT INTO t (v) VALUES (?1)", [vec![7u8; bytes]])?;
         Ok(())
+    }
+
+    /// A job that panics inside a group fails alone: its own writes are rolled back to its
+    /// savepoint, and the jobs before and after it in the same group commit.
+    #[test]
+    fn a_panicking_job_fails_alone_and_the_rest_of_its_group_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = Connection::open(dir.path().join("db")).unwrap();
+        conn.execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (v BLOB);")
+            .unwrap();
+        let writer = Arc::new(Writer::spawn(conn, DiskFullFlag::default()).unwrap());
+
+        let (held, is_held) = mpsc::channel();
+        let (release, released) = mpsc::channel::<()>();
+        let hold = {
+            let writer = Arc::clone(&writer);
+            std::thread::spawn(move || {
+                writer.exclusive(move |_| {
+                    held.send(()).unwrap();
+                    released.recv().unwrap();
+                    Ok(())
+                })
+            })
+        };
+        is_held.recv().unwrap();
+        let mut jobs = Vec::new();
+        for panics in [false, true, false] {
+            let writer = Arc::clone(&writer);
+            jobs.push(std::thread::spawn(move || {
+                writer.write(move |tx| {
+                    insert(tx, 16)?;
+                    assert!(!panics, "this job panics after its insert");
+                    Ok(())
+                })
+            }));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        release.send(()).unwrap();
+        hold.join().unwrap().unwrap();
+        let results: Vec<StoreResult<()>> = jobs.into_iter().map(|job| job.join().unwrap()).collect();
+        assert!(results[0].is_ok() && results[2].is_ok(), "{results:?}");
+        assert!(matches!(&results[1], Err(StoreError::Internal(_))), "{results:?}");
+        let rows: i64 = writer
+            .exclusive(|conn| Ok(conn.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?))
+            .unwrap();
+        assert_eq!(rows, 2);
     }
 
     /// A job that makes SQLite roll the whole group transaction back on `SQLITE_FULL` takes

@@ -10,9 +10,9 @@
 //! double-quoted words or phrases joined by `AND`, `OR` and parentheses — into a `tsquery`
 //! literal (`'w'`, `'a' <-> 'b'`, `&`, `|`); both literals are bound as parameters and cast.
 //!
-//! The search rows themselves are written only by [`insert_artifact_row`] and
-//! [`insert_claim_row`]: the write path, imports and `reindex` all index a revision through
-//! them, so they index exactly the same text.
+//! The search rows themselves are written only by [`crate::store::fts`] (with [`document`]):
+//! the write path, imports and `reindex` all index a revision through it, so they index
+//! exactly the same text.
 //!
 //! **Invariants:** no caller text reaches SQL: lexemes are single-quoted with quotes and
 //! backslashes escaped; an expression outside the planner's grammar is an error, never a
@@ -21,8 +21,6 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::retrieval::text::folded_words;
-use crate::store::db::Db;
 use crate::store::error::{StoreError, StoreResult};
 
 /// PostgreSQL's largest lexeme position; later words share it.
@@ -73,33 +71,6 @@ pub fn document<'w>(fields: &[(char, &[&'w str])]) -> String {
         }
     }
     out
-}
-
-/// Writes the `artifact_search` row of revision `seq`: its title (weight A) and the indexed
-/// body text (weight D; empty when the media type is not indexed).
-pub fn insert_artifact_row(db: Db<'_>, seq: i64, title: &str, body: &str) -> StoreResult<()> {
-    let title = folded_words(title);
-    let body = folded_words(body);
-    let title: Vec<&str> = title.iter().map(String::as_str).collect();
-    let body: Vec<&str> = body.iter().map(String::as_str).collect();
-    let document = document(&[('A', &title), ('D', &body)]);
-    db.execute(
-        "INSERT INTO artifact_search (seq, document) VALUES (?1, CAST(CAST(?2 AS text) AS tsvector))",
-        &[&seq, &document],
-    )?;
-    Ok(())
-}
-
-/// Writes the `claim_search` row of revision `seq`: its statement (weight D).
-pub fn insert_claim_row(db: Db<'_>, seq: i64, statement: &str) -> StoreResult<()> {
-    let words = folded_words(statement);
-    let words: Vec<&str> = words.iter().map(String::as_str).collect();
-    let document = document(&[('D', &words)]);
-    db.execute(
-        "INSERT INTO claim_search (seq, document) VALUES (?1, CAST(CAST(?2 AS text) AS tsvector))",
-        &[&seq, &document],
-    )?;
-    Ok(())
 }
 
 /// A lexeme no document holds (documents hold only folded alphanumeric words): stands in

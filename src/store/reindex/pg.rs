@@ -6,19 +6,18 @@
 //! every front end's mutations take first, so no write of any front end interleaves, and the
 //! job's savepoint makes the rebuild all or nothing. Every search row is dropped (the ones of
 //! no live revision are counted as orphans) and [`index_missing`] writes one row per live
-//! revision through `pg::fts::insert_artifact_row`/`insert_claim_row`, the functions the write
-//! path indexes with. Imports call [`index_missing`] too, for the revisions they added.
+//! revision through [`crate::store::fts`], the functions the write path indexes with. Imports
+//! call [`index_missing`] too, for the revisions they added.
 //!
 //! **Invariants:** authoritative tables are never written and `commit_seq` does not move; a
 //! purged revision gets no row; a blob that cannot be read verified fails the job, which is
 //! rolled back to its savepoint and leaves the old projection.
 
 use super::ReindexReport;
-use crate::blob::Digest;
 use crate::progress::Progress;
-use crate::store::artifact;
 use crate::store::db::Db;
-use crate::store::error::{StoreError, StoreResult};
+use crate::store::error::StoreResult;
+use crate::store::fts::{self, StoredArtifact};
 use crate::store::pg::{self, PgConn};
 
 /// Live revisions read per page while indexing.
@@ -36,7 +35,7 @@ pub fn rebuild(conn: &PgConn) -> StoreResult<ReindexReport> {
     };
     let removed_orphan_rows =
         orphans("artifact_search", "artifact_revisions")? + orphans("claim_search", "claim_revisions")?;
-    db.batch("DELETE FROM artifact_search; DELETE FROM claim_search;")?;
+    fts::clear(db)?;
     let total: i64 = db.query_one(
         "SELECT (SELECT count(*) FROM artifact_revisions WHERE purged = 0) + (SELECT count(*) FROM claim_revisions WHERE purged = 0)",
         &[],
@@ -59,42 +58,18 @@ pub fn index_missing(conn: &PgConn, progress: &mut Progress) -> StoreResult<(u64
     let db = Db::Postgres(conn);
     let mut artifacts = 0;
     let mut after = 0i64;
+    let sql = format!(
+        "SELECT {} FROM artifact_revisions r
+         WHERE r.purged = 0 AND r.seq > ?1 AND NOT EXISTS (SELECT 1 FROM artifact_search s WHERE s.seq = r.seq)
+         ORDER BY r.seq LIMIT ?2",
+        StoredArtifact::COLUMNS
+    );
     loop {
-        let rows = db.query_all(
-            "SELECT r.seq, r.id, r.title, r.body_indexed, r.blob_hash, r.blob_size, r.inline_blob, r.inline_encoding
-             FROM artifact_revisions r
-             WHERE r.purged = 0 AND r.seq > ?1 AND NOT EXISTS (SELECT 1 FROM artifact_search s WHERE s.seq = r.seq)
-             ORDER BY r.seq LIMIT ?2",
-            &[&after, &PAGE],
-            |r| {
-                Ok((
-                    r.get::<i64>(0)?,
-                    r.get::<String>(1)?,
-                    r.get::<String>(2)?,
-                    r.get::<bool>(3)?,
-                    r.get::<String>(4)?,
-                    r.get::<i64>(5)?,
-                    r.get::<Option<Vec<u8>>>(6)?,
-                    r.get::<i64>(7)?,
-                ))
-            },
-        )?;
+        let rows = db.query_all(&sql, &[&after, &PAGE], StoredArtifact::from_row)?;
         let Some(last) = rows.last() else { break };
-        after = last.0;
-        for (seq, revision, title, body_indexed, hash, size, inline, encoding) in rows {
-            let body = if body_indexed {
-                let digest = Digest::parse(&hash)
-                    .ok_or_else(|| StoreError::Integrity(format!("invalid blob hash on revision {revision}")))?;
-                let size = size.max(0) as u64;
-                let bytes = match inline {
-                    Some(stored) => artifact::read_inline(&digest, size, &stored, encoding)?,
-                    None => pg::blob::get(conn, &digest, size)?,
-                };
-                String::from_utf8_lossy(&bytes).into_owned()
-            } else {
-                String::new()
-            };
-            pg::fts::insert_artifact_row(db, seq, &title, &body)?;
+        after = last.seq;
+        for revision in rows {
+            revision.index(db, |digest, size| pg::blob::get(conn, digest, size))?;
             artifacts += 1;
             progress.inc(1);
         }
@@ -112,7 +87,7 @@ pub fn index_missing(conn: &PgConn, progress: &mut Progress) -> StoreResult<(u64
         let Some(last) = rows.last() else { break };
         after = last.0;
         for (seq, statement) in rows {
-            pg::fts::insert_claim_row(db, seq, &statement)?;
+            fts::insert_claim(db, seq, &statement)?;
             claims += 1;
             progress.inc(1);
         }
