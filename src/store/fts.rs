@@ -7,8 +7,8 @@
 //!
 //! The write path (`artifact` and `claim`: one row per new revision, in the revision's own
 //! transaction) and `reindex` on both backends (which imports run too) index through
-//! [`insert_artifact`] and [`insert_claim`], and `reindex` reads a stored artifact revision's
-//! text through [`StoredArtifact`], so every path indexes exactly the same text: an
+//! [`insert_artifact`] and [`insert_claim`] (`reindex` reads a stored artifact revision's
+//! text back through its `StoredArtifact`), so every path indexes exactly the same text: an
 //! artifact's title and, when its media type is indexable, its body; a claim's statement.
 //! `reindex` empties the projection with [`clear`]. (A purge deletes an entity's rows itself,
 //! from every FTS5 table of its kind; see `purge`.)
@@ -17,11 +17,9 @@
 //! text travels only as parameters (on PostgreSQL inside a quoted `tsvector` literal cast from
 //! a parameter), never spliced into SQL.
 
-use super::artifact;
-use super::db::{Db, Row};
-use super::error::{StoreError, StoreResult};
+use super::db::Db;
+use super::error::StoreResult;
 use super::pg::fts::document;
-use crate::blob::Digest;
 use crate::retrieval::text::folded_words;
 
 /// Writes the full-text row of artifact revision `seq`: its title and the indexed body text
@@ -74,57 +72,4 @@ pub fn clear(db: Db<'_>) -> StoreResult<()> {
          INSERT INTO claim_fts (claim_fts) VALUES ('delete-all');",
         "DELETE FROM artifact_search; DELETE FROM claim_search;",
     ))
-}
-
-/// An artifact revision as stored, with what its full-text row is made from.
-pub struct StoredArtifact {
-    pub seq: i64,
-    revision_id: String,
-    title: String,
-    body_indexed: bool,
-    blob_hash: String,
-    blob_size: u64,
-    inline_blob: Option<Vec<u8>>,
-    inline_encoding: i64,
-}
-
-impl StoredArtifact {
-    /// The columns [`StoredArtifact::from_row`] expects, with `r` = artifact_revisions.
-    pub const COLUMNS: &'static str =
-        "r.seq, r.id, r.title, r.body_indexed, r.blob_hash, r.blob_size, r.inline_blob, r.inline_encoding";
-
-    /// Maps a row selected with [`StoredArtifact::COLUMNS`].
-    pub fn from_row(r: &Row<'_>) -> StoreResult<StoredArtifact> {
-        Ok(StoredArtifact {
-            seq: r.get(0)?,
-            revision_id: r.get(1)?,
-            title: r.get(2)?,
-            body_indexed: r.get(3)?,
-            blob_hash: r.get(4)?,
-            blob_size: r.get::<i64>(5)?.max(0) as u64,
-            inline_blob: r.get(6)?,
-            inline_encoding: r.get(7)?,
-        })
-    }
-
-    /// Writes the revision's full-text row, reading an indexed body stored outside the row
-    /// with `external` (digest and size of the raw bytes; the CAS or the database's blobs).
-    pub fn index(&self, db: Db<'_>, external: impl FnOnce(&Digest, u64) -> StoreResult<Vec<u8>>) -> StoreResult<()> {
-        insert_artifact(db, self.seq, &self.title, &self.body(external)?)
-    }
-
-    /// The indexed body: the content read verified, as text, when the media type is indexed;
-    /// empty otherwise.
-    fn body(&self, external: impl FnOnce(&Digest, u64) -> StoreResult<Vec<u8>>) -> StoreResult<String> {
-        if !self.body_indexed {
-            return Ok(String::new());
-        }
-        let digest = Digest::parse(&self.blob_hash)
-            .ok_or_else(|| StoreError::Integrity(format!("invalid blob hash on revision {}", self.revision_id)))?;
-        let bytes = match &self.inline_blob {
-            Some(stored) => artifact::read_inline(&digest, self.blob_size, stored, self.inline_encoding)?,
-            None => external(&digest, self.blob_size)?,
-        };
-        Ok(String::from_utf8_lossy(&bytes).into_owned())
-    }
 }

@@ -14,11 +14,12 @@ use std::collections::HashSet;
 
 use rusqlite::Connection;
 
+use super::artifact;
 use super::db::{Db, Row};
 use super::error::StoreResult;
-use super::fts::{self, StoredArtifact};
+use super::fts;
 use super::{Store, last_commit_seq};
-use crate::blob::BlobStore;
+use crate::blob::{BlobStore, Digest};
 use crate::progress::Progress;
 use crate::store::StoreError;
 
@@ -136,4 +137,57 @@ fn reindex_claims(conn: &Connection, progress: &mut Progress) -> StoreResult<u64
         progress.inc(1);
     }
     Ok(count)
+}
+
+/// An artifact revision as stored, with what its full-text row is made from.
+pub struct StoredArtifact {
+    pub seq: i64,
+    revision_id: String,
+    title: String,
+    body_indexed: bool,
+    blob_hash: String,
+    blob_size: u64,
+    inline_blob: Option<Vec<u8>>,
+    inline_encoding: i64,
+}
+
+impl StoredArtifact {
+    /// The columns [`StoredArtifact::from_row`] expects, with `r` = artifact_revisions.
+    pub const COLUMNS: &'static str =
+        "r.seq, r.id, r.title, r.body_indexed, r.blob_hash, r.blob_size, r.inline_blob, r.inline_encoding";
+
+    /// Maps a row selected with [`StoredArtifact::COLUMNS`].
+    pub fn from_row(r: &Row<'_>) -> StoreResult<StoredArtifact> {
+        Ok(StoredArtifact {
+            seq: r.get(0)?,
+            revision_id: r.get(1)?,
+            title: r.get(2)?,
+            body_indexed: r.get(3)?,
+            blob_hash: r.get(4)?,
+            blob_size: r.get::<i64>(5)?.max(0) as u64,
+            inline_blob: r.get(6)?,
+            inline_encoding: r.get(7)?,
+        })
+    }
+
+    /// Writes the revision's full-text row, reading an indexed body stored outside the row
+    /// with `external` (digest and size of the raw bytes; the CAS or the database's blobs).
+    pub fn index(&self, db: Db<'_>, external: impl FnOnce(&Digest, u64) -> StoreResult<Vec<u8>>) -> StoreResult<()> {
+        fts::insert_artifact(db, self.seq, &self.title, &self.body(external)?)
+    }
+
+    /// The indexed body: the content read verified, as text, when the media type is indexed;
+    /// empty otherwise.
+    fn body(&self, external: impl FnOnce(&Digest, u64) -> StoreResult<Vec<u8>>) -> StoreResult<String> {
+        if !self.body_indexed {
+            return Ok(String::new());
+        }
+        let digest = Digest::parse(&self.blob_hash)
+            .ok_or_else(|| StoreError::Integrity(format!("invalid blob hash on revision {}", self.revision_id)))?;
+        let bytes = match &self.inline_blob {
+            Some(stored) => artifact::read_inline(&digest, self.blob_size, stored, self.inline_encoding)?,
+            None => external(&digest, self.blob_size)?,
+        };
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
 }

@@ -376,6 +376,65 @@ pub fn services(url: &str, count: usize) -> (Vec<crate::service::Service>, Vec<t
     (services, dirs)
 }
 
+/// The cluster every test of this process that needs only a fresh database shares
+/// (`service::tests`' `backend_test!`): started on first use, stopped and removed when the
+/// process exits (a killed process leaves it to the reaper, like any cluster).
+static SHARED: OnceLock<TestCluster> = OnceLock::new();
+
+/// The shared cluster, or `None` after reporting the running test skipped when PostgreSQL
+/// is missing (a failure in strict mode). A fresh database of it costs a template copy, not
+/// an `initdb`.
+pub fn shared() -> Option<&'static TestCluster> {
+    if let Some(cluster) = SHARED.get() {
+        return Some(cluster);
+    }
+    let Some(bin) = server_bin_dir() else {
+        super::parts::skip(
+            super::parts::Part::Postgres,
+            &super::parts::current_test(),
+            "no initdb/pg_ctl in MEMOREE_PG_BIN, /usr/lib/postgresql/*/bin or pg_config --bindir",
+        );
+        return None;
+    };
+    let mut started = false;
+    let cluster = SHARED.get_or_init(|| {
+        started = true;
+        TestCluster::start_with(bin)
+    });
+    if started {
+        // SAFETY: `stop_shared` is a plain `extern "C"` function that never unwinds.
+        unsafe { libc::atexit(stop_shared) };
+    }
+    Some(cluster)
+}
+
+/// The shared cluster when this process has started it.
+pub fn shared_if_started() -> Option<&'static TestCluster> {
+    SHARED.get()
+}
+
+extern "C" fn stop_shared() {
+    if let Some(cluster) = SHARED.get() {
+        let _ = std::panic::catch_unwind(|| {
+            let data = cluster.data_dir();
+            let _ = cluster.run("pg_ctl", &["-D", path_str(&data), "-m", "immediate", "-w", "stop"]);
+            let _ = std::fs::remove_dir_all(cluster.dir());
+        });
+    }
+}
+
+impl TestCluster {
+    /// Drops the database at `url` (made by [`TestCluster::create_store_database`] or
+    /// [`TestCluster::create_database`]), closing any session still on it.
+    pub fn drop_database(&self, url: &str) {
+        let name = url
+            .split_once("@/")
+            .and_then(|(_, rest)| rest.split('?').next())
+            .expect("a test database URL names its database after `@/`");
+        self.psql(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
+    }
+}
+
 impl Drop for TestCluster {
     fn drop(&mut self) {
         let data = self.data_dir();

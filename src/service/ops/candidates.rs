@@ -8,7 +8,8 @@ use std::cmp::Ordering;
 
 use crate::store::Db;
 
-use super::search::{SearchRequest, Source};
+pub(super) use super::request::Table;
+use super::request::{SearchRequest, Source};
 use crate::protocol::retrieval::{
     QualificationInfo, QueryAnalysis, QueryUnit, ReferenceRanking, RetrievalProfile, SemanticEvidence, UnitMatchInfo,
 };
@@ -78,12 +79,9 @@ impl Examined {
     }
 }
 
-/// Which table a fetch reads.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Table {
-    Artifacts,
-    Claims,
-}
+/// `ranking.fusion_policy_version` of a hit whose score fused lexical and semantic ranks
+/// (`semantic::fuse`).
+pub const FUSION_POLICY: &str = "memoree_lexical_semantic_rrf_v1";
 
 /// Qualified and unqualified candidates of one table.
 pub(super) struct Gathered {
@@ -457,7 +455,7 @@ pub(super) fn collapse_duplicates(conn: Db<'_>, ranked: Vec<Examined>, limit: us
         }
         match target {
             Some(index) => {
-                let citation = super::search::claim_citation(&row.claim_id, &row.revision_id);
+                let citation = super::request::claim_citation(&row.claim_id, &row.revision_id);
                 kept[index].0.collapsed.push(citation);
             }
             None => kept.push((examined, Some(fingerprint))),
@@ -618,7 +616,7 @@ pub(super) fn reference_ranking(plan: &Plan, examined: &Examined, required_match
         lexical_policy_version: plan.policy.version.as_str().to_owned(),
         trigram_policy_version: NOT_IMPLEMENTED.to_owned(),
         fusion_policy_version: if examined.fused_score.is_some() {
-            super::semantic::FUSION_POLICY
+            FUSION_POLICY
         } else {
             NOT_IMPLEMENTED
         }

@@ -17,6 +17,7 @@ mod purge;
 mod recall;
 mod recall_candidates;
 mod relation;
+mod request;
 mod retrieve;
 mod revisioned;
 mod search;

@@ -7,11 +7,10 @@ use std::collections::HashMap;
 use crate::store::Db;
 
 use super::candidates;
-use super::candidates::{AnyUnitRows, Body};
-use super::recall_candidates::{self, Candidates};
+use super::candidates::AnyUnitRows;
+use super::recall_candidates::{self, Candidates, fit_excerpt};
 use super::search::{
-    Kinds, Passage, Pool, Ranked, RankedHit, SearchRequest, Source, artifact_citation, evidence_citation,
-    excerpt_citation, labels,
+    Kinds, Pool, Ranked, RankedHit, SearchRequest, Source, artifact_citation, evidence_citation, labels,
 };
 use crate::protocol::Warning;
 use crate::protocol::claim::ClaimStatus;
@@ -22,14 +21,12 @@ use crate::protocol::retrieval::{
 };
 use crate::protocol::{limits, status};
 use crate::retrieval::diversity;
-use crate::retrieval::snippet::{Excerpt, SNIPPET_TOKENS, fitted_excerpt, truncate_to_char_boundary};
 use crate::retrieval::text::words;
 use crate::retrieval::{Plan, lossy_span, risk_signals};
 use crate::service::convert::evidence_locator;
 use crate::service::grant::{Grant, Reach};
 use crate::service::validate;
 use crate::service::{Call, Output, Service, ServiceError};
-use crate::store::artifact::ArtifactRow;
 use crate::store::claim::{self as store_claim, ClaimRow, EvidenceRef};
 use crate::store::conflict::{self as store_conflict, OpenConflict};
 use crate::store::search as store_search;
@@ -590,43 +587,4 @@ fn evidence_window(plan: &Plan, text: &str, max_bytes: usize) -> (usize, usize) 
         end = word.start;
     }
     (start, end.max(start))
-}
-
-/// An artifact's search excerpt cut to `max_excerpt` bytes: a narrower window around the
-/// best matches, with the citation of exactly the bytes shown. Returns the excerpt, whether
-/// it was cut, and its citation.
-pub(super) fn fit_excerpt(
-    row: &ArtifactRow,
-    body: Option<&Body>,
-    passage: Option<Passage>,
-    (shown, shown_citation): (&str, Option<&String>),
-    scores: &[usize],
-    max_excerpt: usize,
-) -> (String, bool, Option<String>) {
-    let Some(body) = body.filter(|_| shown.len() > max_excerpt) else {
-        return (shown.to_owned(), false, shown_citation.cloned());
-    };
-    let (mut fitted, truncated) = fitted_excerpt(
-        &body.text,
-        &body.spans,
-        &body.instances,
-        scores,
-        SNIPPET_TOKENS,
-        max_excerpt,
-    );
-    // A shrunk window that left the cited passage becomes the plain head of the search
-    // window, which the passage holds.
-    if let Some(passage) = passage
-        && (fitted.start < passage.cited.0 || fitted.end > passage.cited.1)
-    {
-        let (start, end) = passage.window;
-        let head = truncate_to_char_boundary(&body.text[start..end], max_excerpt);
-        fitted = Excerpt {
-            text: head.to_owned(),
-            start,
-            end: start + head.len(),
-        };
-    }
-    let citation = excerpt_citation(row, body, fitted.start, fitted.end);
-    (fitted.text, truncated, citation)
 }

@@ -4,16 +4,16 @@
 //! same examined candidates as the hits, so everything they show comes from what the grant
 //! may read, and they never change `presence` or fill a slot.
 
-use super::candidates::{Examined, lexical_coverage};
-use super::recall::fit_excerpt;
-use super::search::{Ranked, Source, artifact_excerpt, claim_citation, labels};
+use super::candidates::{Body, Examined, lexical_coverage};
+use super::search::{Passage, Ranked, Source, artifact_excerpt, claim_citation, excerpt_citation, labels};
 use crate::protocol::candidates::{
     CandidateRankingSignals, RecallCandidateArtifactReference, RecallCandidateClaim, UNQUALIFIED_CANDIDATE,
 };
 use crate::retrieval::Plan;
 use crate::retrieval::rank;
 use crate::retrieval::risk_signals;
-use crate::retrieval::snippet::truncate_to_char_boundary;
+use crate::retrieval::snippet::{Excerpt, SNIPPET_TOKENS, fitted_excerpt, truncate_to_char_boundary};
+use crate::store::artifact::ArtifactRow;
 
 /// How many near misses a search is asked for so that one more than `shown` tells whether
 /// the list was cut.
@@ -118,4 +118,43 @@ pub(super) fn hint(claims: u64, artifacts: u64, asked: bool) -> Option<String> {
              They are suggestions, not memory: check a candidate's cited source before relying on it."
         )
     })
+}
+
+/// An artifact's search excerpt cut to `max_excerpt` bytes: a narrower window around the
+/// best matches, with the citation of exactly the bytes shown. Returns the excerpt, whether
+/// it was cut, and its citation.
+pub(super) fn fit_excerpt(
+    row: &ArtifactRow,
+    body: Option<&Body>,
+    passage: Option<Passage>,
+    (shown, shown_citation): (&str, Option<&String>),
+    scores: &[usize],
+    max_excerpt: usize,
+) -> (String, bool, Option<String>) {
+    let Some(body) = body.filter(|_| shown.len() > max_excerpt) else {
+        return (shown.to_owned(), false, shown_citation.cloned());
+    };
+    let (mut fitted, truncated) = fitted_excerpt(
+        &body.text,
+        &body.spans,
+        &body.instances,
+        scores,
+        SNIPPET_TOKENS,
+        max_excerpt,
+    );
+    // A shrunk window that left the cited passage becomes the plain head of the search
+    // window, which the passage holds.
+    if let Some(passage) = passage
+        && (fitted.start < passage.cited.0 || fitted.end > passage.cited.1)
+    {
+        let (start, end) = passage.window;
+        let head = truncate_to_char_boundary(&body.text[start..end], max_excerpt);
+        fitted = Excerpt {
+            text: head.to_owned(),
+            start,
+            end: start + head.len(),
+        };
+    }
+    let citation = excerpt_citation(row, body, fitted.start, fitted.end);
+    (fitted.text, truncated, citation)
 }

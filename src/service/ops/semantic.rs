@@ -22,7 +22,7 @@ use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 
 use super::candidates::{Examined, Table};
-use super::search::{Kinds, SearchRequest, Source};
+use super::request::{Kinds, SearchRequest, Source};
 use crate::protocol::relation::EntityType;
 use crate::retrieval::plan::Plan;
 use crate::semantic::{Embedder, project};
@@ -40,9 +40,6 @@ const POOL: usize = 30;
 /// Reciprocal-rank fusion's constant: a hit at lexical rank `a` and semantic rank `b`
 /// (1-based) scores `1/(K + a) + 1/(K + b)`. 1, 5 and 10 measure alike (BENCHMARKS.md).
 pub const FUSION_K: f64 = 5.0;
-
-/// `ranking.fusion_policy_version` of a hit whose score fused lexical and semantic ranks.
-pub const FUSION_POLICY: &str = "memoree_lexical_semantic_rrf_v1";
 
 /// The reference's semantic status of a search surface at `commit_seq`.
 pub(super) fn status(service: &Service, commit_seq: i64) -> crate::protocol::status::SemanticRetrievalStatus {

@@ -101,34 +101,32 @@ pub enum Backend {
 }
 
 /// A service on a throw-away store, and what keeps that store alive (its directory, or its
-/// PostgreSQL cluster, which stops when this drops).
+/// database in the process's shared PostgreSQL cluster, dropped with it).
 pub struct TestStore {
     pub service: Service,
-    _dir: Option<tempfile::TempDir>,
-    _cluster: Option<crate::testkit::postgres::FrontEnds>,
+    keep: Keep,
 }
 
 /// What keeps a [`TestStore`]'s store alive once its service is taken out; drop it after
 /// the service.
 pub struct Keep {
     _dir: Option<tempfile::TempDir>,
-    _cluster: Option<crate::testkit::postgres::FrontEnds>,
+    /// The PostgreSQL database's URL, and the front end's directory.
+    database: Option<(String, Vec<tempfile::TempDir>)>,
+}
+
+impl Drop for Keep {
+    fn drop(&mut self) {
+        if let (Some((url, _)), Some(cluster)) = (&self.database, crate::testkit::postgres::shared_if_started()) {
+            cluster.drop_database(url);
+        }
+    }
 }
 
 impl TestStore {
-    /// The service, and what keeps its store alive.
-    pub fn into_parts(self) -> (Service, Keep) {
-        (
-            self.service,
-            Keep {
-                _dir: self._dir,
-                _cluster: self._cluster,
-            },
-        )
-    }
-
     /// A fresh store of `backend`; `None` after a visible skip when PostgreSQL is missing
-    /// (never in CI, where a missing part fails: `testkit::parts`).
+    /// (never in CI, where a missing part fails: `testkit::parts`). A PostgreSQL store is a
+    /// new database, migrated by template copy, in the cluster this test process shares.
     pub fn open(backend: Backend) -> Option<TestStore> {
         match backend {
             Backend::Sqlite => {
@@ -136,20 +134,30 @@ impl TestStore {
                 let service = Service::open(&dir.path().join("data")).unwrap();
                 Some(TestStore {
                     service,
-                    _dir: Some(dir),
-                    _cluster: None,
+                    keep: Keep {
+                        _dir: Some(dir),
+                        database: None,
+                    },
                 })
             }
             Backend::Postgres => {
-                let mut front_ends = crate::testkit::postgres::FrontEnds::start(1)?;
-                let service = front_ends.services.pop().unwrap();
+                let cluster = crate::testkit::postgres::shared()?;
+                let url = cluster.create_store_database();
+                let (mut services, dirs) = crate::testkit::postgres::services(&url, 1);
                 Some(TestStore {
-                    service,
-                    _dir: None,
-                    _cluster: Some(front_ends),
+                    service: services.pop().unwrap(),
+                    keep: Keep {
+                        _dir: None,
+                        database: Some((url, dirs)),
+                    },
                 })
             }
         }
+    }
+
+    /// The service, and what keeps its store alive.
+    pub fn into_parts(self) -> (Service, Keep) {
+        (self.service, self.keep)
     }
 }
 

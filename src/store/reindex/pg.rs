@@ -14,10 +14,11 @@
 //! rolled back to its savepoint and leaves the old projection.
 
 use super::ReindexReport;
+use super::StoredArtifact;
 use crate::progress::Progress;
 use crate::store::db::Db;
 use crate::store::error::StoreResult;
-use crate::store::fts::{self, StoredArtifact};
+use crate::store::fts;
 use crate::store::pg::{self, PgConn};
 
 /// Live revisions read per page while indexing.
