@@ -1,7 +1,7 @@
 //! Where memoree keeps things: the one resolver for the data dir, runtime dir, config file
 //! and socket path (used by the CLI and the daemon alike) and the data-dir layout names,
-//! each defined once here; `endpoint.rs` holds the `unix://` / `tcp://` / `tls://` endpoint
-//! syntax.
+//! each defined once here. The endpoint syntax (`unix://`, `tcp://`, `tls://`) and its tests
+//! are in `paths/endpoint.rs`, re-exported here.
 //!
 //! **Invariant:** resolution only reads the environment; it never creates a directory.
 //! The environment is passed in as a lookup function so tests never mutate process state.
@@ -409,84 +409,5 @@ mod tests {
         assert_eq!(paths.pending_dir(), p("/m/data/pending-checkpoints"));
         assert_eq!(socket_lock_path(&paths.socket_path), p("/m/run/memoree.sock.lock"));
         assert_eq!(paths.default_endpoint().to_string(), "unix:///m/run/memoree.sock");
-    }
-
-    #[test]
-    fn unix_and_tcp_endpoints_parse_and_display_round_trip() {
-        for text in ["unix:///tmp/m.sock", "tcp://127.0.0.1:17878", "tcp://[::1]:17878"] {
-            assert_eq!(Endpoint::parse(text).unwrap().to_string(), text);
-        }
-        assert_eq!(
-            Endpoint::parse("unix://rel.sock").unwrap(),
-            Endpoint::Unix(p("rel.sock"))
-        );
-    }
-
-    #[test]
-    fn tls_endpoints_take_an_ip_or_a_dns_name_and_always_a_port() {
-        for text in [
-            "tls://127.0.0.1:7443",
-            "tls://[::1]:7443",
-            "tls://memoree.example.com:7443",
-        ] {
-            assert_eq!(Endpoint::parse(text).unwrap().to_string(), text);
-        }
-        let Endpoint::Tls(addr) = Endpoint::parse("tls://Memoree.Example:443").unwrap() else {
-            panic!("not a TLS endpoint");
-        };
-        assert_eq!(
-            (addr.host.as_str(), addr.port, addr.ip()),
-            ("memoree.example", 443, None)
-        );
-        assert!(Endpoint::parse("tls://[::1]:1").unwrap().is_loopback());
-        assert!(!Endpoint::parse("tls://10.0.0.1:1").unwrap().is_loopback());
-        for bad in [
-            "tls://host",
-            "tls://:1",
-            "tls://host:99999",
-            "tls://bad_host:1",
-            "tls://a..b:1",
-        ] {
-            let error = Endpoint::parse(bad).unwrap_err();
-            assert!(matches!(error, EndpointError::InvalidTls(_)), "{bad}: {error}");
-        }
-    }
-
-    #[test]
-    fn an_endpoint_without_a_known_scheme_is_refused_with_its_value() {
-        let err = Endpoint::parse("http://127.0.0.1:1").unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "endpoint must begin with unix://, tcp:// or tls://: http://127.0.0.1:1"
-        );
-        assert_eq!(err.code(), ErrorCode::ConfigError);
-        assert!(Endpoint::parse("/tmp/m.sock").is_err());
-    }
-
-    #[test]
-    fn an_empty_unix_path_is_refused() {
-        let err = Endpoint::parse("unix://").unwrap_err();
-        assert_eq!(err.to_string(), "Unix endpoint path is empty");
-    }
-
-    #[test]
-    fn tcp_host_names_and_bad_addresses_are_refused() {
-        for text in ["tcp://localhost:17878", "tcp://127.0.0.1", "tcp://::1:17878", "tcp://"] {
-            let err = Endpoint::parse(text).unwrap_err();
-            assert_eq!(err.to_string(), "invalid TCP endpoint: invalid socket address syntax");
-        }
-    }
-
-    #[test]
-    fn loopback_means_unix_127_slash_8_or_ipv6_localhost() {
-        let loopback = |text: &str| Endpoint::parse(text).unwrap().is_loopback();
-        assert!(loopback("unix:///tmp/m.sock"));
-        assert!(loopback("tcp://127.0.0.1:1"));
-        assert!(loopback("tcp://127.9.9.9:1"));
-        assert!(loopback("tcp://[::1]:1"));
-        assert!(!loopback("tcp://0.0.0.0:1"));
-        assert!(!loopback("tcp://[::]:1"));
-        assert!(!loopback("tcp://192.168.1.2:1"));
-        assert!(!loopback("tcp://[::ffff:127.0.0.1]:1"));
     }
 }
