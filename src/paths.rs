@@ -1,28 +1,55 @@
 //! Where memoree keeps things: the one resolver for the data dir, runtime dir, config file
-//! and socket path (used by the CLI and the daemon alike) and the data-dir layout names,
-//! each defined once here. The endpoint syntax (`unix://`, `tcp://`, `tls://`) and its tests
-//! are in `paths/endpoint.rs`, re-exported here.
+//! and socket path (used by the CLI and the daemon alike) and the names of the data-dir and
+//! runtime-dir layout. The endpoint syntax (`unix://`, `tcp://`, `tls://`) is in
+//! `paths/endpoint.rs`, re-exported here.
 //!
-//! **Invariant:** resolution only reads the environment; it never creates a directory.
+//! **Invariants:** resolution only reads the environment; it never creates a directory.
 //! The environment is passed in as a lookup function so tests never mutate process state.
+//! Every file and directory name of the layout is defined once, here: other modules use
+//! these constants (or re-export them, as `store`, `semantic` and `caller::checkpoint` do)
+//! and spell none of them again.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use crate::protocol::ErrorCode;
 
+/// The database file name, as a literal for `concat!` (SQLite names its WAL and
+/// shared-memory files after it).
+macro_rules! db_file {
+    () => {
+        "memoree.sqlite3"
+    };
+}
+
+/// The socket file name, as a literal for `concat!` (its lock file is named after it).
+macro_rules! socket_name {
+    () => {
+        "memoree.sock"
+    };
+}
+
 /// The SQLite database inside the data dir.
-pub const DB_FILE: &str = "memoree.sqlite3";
+pub const DB_FILE: &str = db_file!();
+/// SQLite's write-ahead log of [`DB_FILE`].
+pub const DB_WAL_FILE: &str = concat!(db_file!(), "-wal");
+/// SQLite's shared-memory index of [`DB_WAL_FILE`].
+pub const DB_SHM_FILE: &str = concat!(db_file!(), "-shm");
 /// The daemon's exclusive data-dir lock.
 pub const DAEMON_LOCK: &str = "memoreed.lock";
 /// The autostarted daemon's log.
 pub const DAEMON_LOG: &str = "memoreed.log";
 /// The content-addressed blob store.
 pub const BLOBS_DIR: &str = "blobs";
+/// The blob writers' scratch directory inside [`BLOBS_DIR`] (and inside a backup's copy of
+/// it); never part of the published objects.
+pub const BLOBS_TMP_DIR: &str = ".tmp";
 /// The private checkpoint quarantine.
 pub const PENDING_DIR: &str = "pending-checkpoints";
 /// The Unix socket inside the runtime dir.
-pub const SOCKET_NAME: &str = "memoree.sock";
+pub const SOCKET_NAME: &str = socket_name!();
+/// The lock file guarding [`SOCKET_NAME`] (see [`socket_lock_path`]).
+pub const SOCKET_LOCK_NAME: &str = concat!(socket_name!(), ".lock");
 /// The runtime dir below `MEMOREE_HOME` (and the Linux and macOS fallback).
 pub const RUN_DIR: &str = "run";
 /// The config file name.
@@ -39,8 +66,8 @@ pub const SEMANTIC_DIR: &str = "semantic";
 /// [`crate::fsutil::ensure_private_dir`].
 pub const LAYOUT_ENTRIES: &[&str] = &[
     DB_FILE,
-    "memoree.sqlite3-wal",
-    "memoree.sqlite3-shm",
+    DB_WAL_FILE,
+    DB_SHM_FILE,
     DAEMON_LOCK,
     DAEMON_LOG,
     BLOBS_DIR,
@@ -50,7 +77,7 @@ pub const LAYOUT_ENTRIES: &[&str] = &[
     EXTENSIONS_FILE,
     SEMANTIC_DIR,
     SOCKET_NAME,
-    "memoree.sock.lock",
+    SOCKET_LOCK_NAME,
 ];
 
 mod endpoint;
@@ -409,5 +436,13 @@ mod tests {
         assert_eq!(paths.pending_dir(), p("/m/data/pending-checkpoints"));
         assert_eq!(socket_lock_path(&paths.socket_path), p("/m/run/memoree.sock.lock"));
         assert_eq!(paths.default_endpoint().to_string(), "unix:///m/run/memoree.sock");
+    }
+
+    #[test]
+    fn the_derived_names_are_the_names_sqlite_and_the_socket_lock_use() {
+        assert_eq!(DB_WAL_FILE, "memoree.sqlite3-wal");
+        assert_eq!(DB_SHM_FILE, "memoree.sqlite3-shm");
+        assert_eq!(SOCKET_LOCK_NAME, "memoree.sock.lock");
+        assert_eq!(socket_lock_path(Path::new(SOCKET_NAME)), p(SOCKET_LOCK_NAME));
     }
 }
