@@ -5,9 +5,11 @@
 //!
 //! **Invariants:** resolution only reads the environment; it never creates a directory.
 //! The environment is passed in as a lookup function so tests never mutate process state.
-//! Every file and directory name of the layout is defined once, here: other modules use
-//! these constants (or re-export them, as `store`, `semantic` and `caller::checkpoint` do)
-//! and spell none of them again.
+//! Every name in the data and runtime dirs (and the CAS's scratch dir) is defined once,
+//! here: other modules use these constants (or re-export them, as `store`, `semantic` and
+//! `caller::checkpoint` do) and product code spells none of them again; tests may, to check
+//! the on-disk layout. The files inside `semantic/` and `pending-checkpoints/` are named by
+//! those modules.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
