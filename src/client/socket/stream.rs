@@ -7,12 +7,12 @@
 //! sleeps in `read`.
 //!
 //! **Invariants:** no frame over [`MAX_FRAME_BYTES`] is sent or read (a response header
-//! over it is refused before anything is allocated); no read or write outlives its step's
-//! deadline or the exchange's; an attempt reports a TLS refusal before any other failure,
-//! prefers the daemon's reply to its own write error, and marks a failure
-//! [`Failure::before_request`] only when the connection was closed or reset before the
-//! request reached the daemon (what makes resending safe, see [`super::retry`]). This module
-//! never retries.
+//! over it is refused before anything is allocated); every read and write is bounded by its
+//! step's deadline and the exchange's (give or take [`REARM_SLACK`]); an attempt reports a
+//! TLS refusal before any other failure, prefers the daemon's reply to its own write error,
+//! and marks a failure [`Failure::before_request`] only when the connection was closed or
+//! reset before the request reached the daemon (what makes resending safe, see
+//! [`super::retry`]). This module never retries.
 
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
