@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use memoree::client::autostart::Launcher;
 use memoree::client::socket::SocketClient;
-use memoree::paths::Endpoint;
+use memoree::paths::{BLOBS_DIR, BLOBS_TMP_DIR, DB_FILE, DB_WAL_FILE, Endpoint};
 use memoree::protocol::Request;
 use memoree::service::Service;
 use rng::Rng;
@@ -157,7 +157,7 @@ fn tree_bytes(dir: &Path) -> (u64, u64, u64) {
         let entry = entry.unwrap();
         let meta = entry.metadata().unwrap();
         if meta.is_dir() {
-            if entry.file_name() != ".tmp" {
+            if entry.file_name() != BLOBS_TMP_DIR {
                 let (a, b, c) = tree_bytes(&entry.path());
                 apparent += a;
                 allocated += b;
@@ -236,9 +236,8 @@ fn measure_amplification(text: &Text, size: usize, budget: usize) -> Amplificati
     store.shutdown();
     drop(service);
     drop(store);
-    let db_path = data.join("memoree.sqlite3");
-    let db = file_len(&db_path) + file_len(&PathBuf::from(format!("{}-wal", db_path.display())));
-    let (cas, cas_allocated, _) = tree_bytes(&data.join("blobs"));
+    let db = file_len(&data.join(DB_FILE)) + file_len(&data.join(DB_WAL_FILE));
+    let (cas, cas_allocated, _) = tree_bytes(&data.join(BLOBS_DIR));
     Amplification {
         size,
         docs,

@@ -1,28 +1,57 @@
 //! Where memoree keeps things: the one resolver for the data dir, runtime dir, config file
-//! and socket path (used by the CLI and the daemon alike) and the data-dir layout names,
-//! each defined once here; `endpoint.rs` holds the `unix://` / `tcp://` / `tls://` endpoint
-//! syntax.
+//! and socket path (used by the CLI and the daemon alike) and the names of the data-dir and
+//! runtime-dir layout. The endpoint syntax (`unix://`, `tcp://`, `tls://`) is in
+//! `paths/endpoint.rs`, re-exported here.
 //!
-//! **Invariant:** resolution only reads the environment; it never creates a directory.
+//! **Invariants:** resolution only reads the environment; it never creates a directory.
 //! The environment is passed in as a lookup function so tests never mutate process state.
+//! Every name in the data and runtime dirs (and the CAS's scratch dir) is defined once,
+//! here: other modules use these constants (or re-export them, as `store`, `semantic` and
+//! `caller::checkpoint` do) and product code spells none of them again; tests may, to check
+//! the on-disk layout. The files inside `semantic/` and `pending-checkpoints/` are named by
+//! those modules.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use crate::protocol::ErrorCode;
 
+/// The database file name, as a literal for `concat!` (SQLite names its WAL and
+/// shared-memory files after it).
+macro_rules! db_file {
+    () => {
+        "memoree.sqlite3"
+    };
+}
+
+/// The socket file name, as a literal for `concat!` (its lock file is named after it).
+macro_rules! socket_name {
+    () => {
+        "memoree.sock"
+    };
+}
+
 /// The SQLite database inside the data dir.
-pub const DB_FILE: &str = "memoree.sqlite3";
+pub const DB_FILE: &str = db_file!();
+/// SQLite's write-ahead log of [`DB_FILE`].
+pub const DB_WAL_FILE: &str = concat!(db_file!(), "-wal");
+/// SQLite's shared-memory index of [`DB_WAL_FILE`].
+pub const DB_SHM_FILE: &str = concat!(db_file!(), "-shm");
 /// The daemon's exclusive data-dir lock.
 pub const DAEMON_LOCK: &str = "memoreed.lock";
 /// The autostarted daemon's log.
 pub const DAEMON_LOG: &str = "memoreed.log";
 /// The content-addressed blob store.
 pub const BLOBS_DIR: &str = "blobs";
+/// The blob writers' scratch directory inside [`BLOBS_DIR`] (and inside a backup's copy of
+/// it); never part of the published objects.
+pub const BLOBS_TMP_DIR: &str = ".tmp";
 /// The private checkpoint quarantine.
 pub const PENDING_DIR: &str = "pending-checkpoints";
 /// The Unix socket inside the runtime dir.
-pub const SOCKET_NAME: &str = "memoree.sock";
+pub const SOCKET_NAME: &str = socket_name!();
+/// The lock file guarding [`SOCKET_NAME`] (see [`socket_lock_path`]).
+pub const SOCKET_LOCK_NAME: &str = concat!(socket_name!(), ".lock");
 /// The runtime dir below `MEMOREE_HOME` (and the Linux and macOS fallback).
 pub const RUN_DIR: &str = "run";
 /// The config file name.
@@ -39,8 +68,8 @@ pub const SEMANTIC_DIR: &str = "semantic";
 /// [`crate::fsutil::ensure_private_dir`].
 pub const LAYOUT_ENTRIES: &[&str] = &[
     DB_FILE,
-    "memoree.sqlite3-wal",
-    "memoree.sqlite3-shm",
+    DB_WAL_FILE,
+    DB_SHM_FILE,
     DAEMON_LOCK,
     DAEMON_LOG,
     BLOBS_DIR,
@@ -50,7 +79,7 @@ pub const LAYOUT_ENTRIES: &[&str] = &[
     EXTENSIONS_FILE,
     SEMANTIC_DIR,
     SOCKET_NAME,
-    "memoree.sock.lock",
+    SOCKET_LOCK_NAME,
 ];
 
 mod endpoint;
@@ -248,245 +277,4 @@ fn passwd_home() -> Option<OsString> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
-        let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
-        move |name| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| OsString::from(v))
-    }
-
-    fn xdg(pairs: &[(&str, &str)]) -> Result<Paths, PathsError> {
-        resolve_for(&env_of(pairs), Platform::Xdg)
-    }
-
-    fn p(s: &str) -> PathBuf {
-        PathBuf::from(s)
-    }
-
-    #[test]
-    fn memoree_home_puts_data_run_and_config_under_it() {
-        let paths = xdg(&[("MEMOREE_HOME", "/m"), ("HOME", "/home/u")]).unwrap();
-        assert_eq!(
-            paths,
-            Paths {
-                data_dir: p("/m/data"),
-                runtime_dir: p("/m/run"),
-                config_file: p("/m/config.toml"),
-                socket_path: p("/m/run/memoree.sock"),
-            }
-        );
-    }
-
-    #[test]
-    fn memoree_home_needs_no_home_directory() {
-        let paths = xdg(&[("MEMOREE_HOME", "/m")]).unwrap();
-        assert_eq!(paths.data_dir, p("/m/data"));
-    }
-
-    #[test]
-    fn per_path_overrides_beat_memoree_home() {
-        let paths = xdg(&[
-            ("MEMOREE_HOME", "/m"),
-            ("MEMOREE_DATA_DIR", "/d"),
-            ("MEMOREE_RUNTIME_DIR", "/r"),
-            ("MEMOREE_CONFIG", "/c.toml"),
-        ])
-        .unwrap();
-        assert_eq!(paths.data_dir, p("/d"));
-        assert_eq!(paths.runtime_dir, p("/r"));
-        assert_eq!(paths.config_file, p("/c.toml"));
-        assert_eq!(paths.socket_path, p("/r/memoree.sock"));
-    }
-
-    #[test]
-    fn memoree_socket_overrides_only_the_socket() {
-        let paths = xdg(&[("MEMOREE_HOME", "/m"), ("MEMOREE_SOCKET", "/tmp/s.sock")]).unwrap();
-        assert_eq!(paths.socket_path, p("/tmp/s.sock"));
-        assert_eq!(paths.runtime_dir, p("/m/run"));
-    }
-
-    #[test]
-    fn empty_variables_count_as_unset() {
-        let paths = xdg(&[
-            ("MEMOREE_HOME", ""),
-            ("MEMOREE_DATA_DIR", ""),
-            ("MEMOREE_SOCKET", ""),
-            ("XDG_DATA_HOME", ""),
-            ("HOME", "/home/u"),
-        ])
-        .unwrap();
-        assert_eq!(paths.data_dir, p("/home/u/.local/share/memoree"));
-        assert_eq!(paths.socket_path, p("/home/u/.local/share/memoree/run/memoree.sock"));
-    }
-
-    #[test]
-    fn linux_defaults_without_xdg_variables_live_under_home() {
-        let paths = xdg(&[("HOME", "/home/u")]).unwrap();
-        assert_eq!(
-            paths,
-            Paths {
-                data_dir: p("/home/u/.local/share/memoree"),
-                runtime_dir: p("/home/u/.local/share/memoree/run"),
-                config_file: p("/home/u/.config/memoree/config.toml"),
-                socket_path: p("/home/u/.local/share/memoree/run/memoree.sock"),
-            }
-        );
-    }
-
-    #[test]
-    fn linux_defaults_follow_the_xdg_variables() {
-        let paths = xdg(&[
-            ("HOME", "/home/u"),
-            ("XDG_DATA_HOME", "/xd"),
-            ("XDG_CONFIG_HOME", "/xc"),
-            ("XDG_RUNTIME_DIR", "/run/user/1000"),
-        ])
-        .unwrap();
-        assert_eq!(
-            paths,
-            Paths {
-                data_dir: p("/xd/memoree"),
-                runtime_dir: p("/run/user/1000/memoree"),
-                config_file: p("/xc/memoree/config.toml"),
-                socket_path: p("/run/user/1000/memoree/memoree.sock"),
-            }
-        );
-    }
-
-    #[test]
-    fn the_runtime_fallback_follows_xdg_data_home() {
-        let paths = xdg(&[("HOME", "/home/u"), ("XDG_DATA_HOME", "/xd")]).unwrap();
-        assert_eq!(paths.runtime_dir, p("/xd/memoree/run"));
-    }
-
-    #[test]
-    fn relative_xdg_variables_are_ignored() {
-        let paths = xdg(&[("HOME", "/home/u"), ("XDG_DATA_HOME", "rel")]).unwrap();
-        assert_eq!(paths.data_dir, p("/home/u/.local/share/memoree"));
-    }
-
-    #[test]
-    fn macos_keeps_data_config_and_run_under_one_root() {
-        let paths = resolve_for(&env_of(&[("HOME", "/Users/u")]), Platform::MacOs).unwrap();
-        let root = p("/Users/u/Library/Application Support/dev.memoree.memoree");
-        assert_eq!(
-            paths,
-            Paths {
-                data_dir: root.clone(),
-                runtime_dir: root.join("run"),
-                config_file: root.join("config.toml"),
-                socket_path: root.join("run/memoree.sock"),
-            }
-        );
-    }
-
-    #[test]
-    fn without_a_home_the_error_asks_for_memoree_home() {
-        let err = xdg(&[("XDG_DATA_HOME", "/xd")]).unwrap_err();
-        assert!(err.to_string().contains("set MEMOREE_HOME"), "{err}");
-        assert_eq!(err.code(), ErrorCode::ConfigError);
-    }
-
-    #[test]
-    fn every_directory_override_makes_a_home_unnecessary() {
-        let paths = xdg(&[
-            ("MEMOREE_DATA_DIR", "/d"),
-            ("MEMOREE_RUNTIME_DIR", "/r"),
-            ("MEMOREE_CONFIG", "/c.toml"),
-        ])
-        .unwrap();
-        assert_eq!(paths.socket_path, p("/r/memoree.sock"));
-    }
-
-    #[test]
-    fn layout_helpers_join_the_fixed_names() {
-        let paths = xdg(&[("MEMOREE_HOME", "/m")]).unwrap();
-        assert_eq!(paths.db_file(), p("/m/data/memoree.sqlite3"));
-        assert_eq!(paths.daemon_lock(), p("/m/data/memoreed.lock"));
-        assert_eq!(paths.daemon_log(), p("/m/data/memoreed.log"));
-        assert_eq!(paths.blobs_dir(), p("/m/data/blobs"));
-        assert_eq!(paths.pending_dir(), p("/m/data/pending-checkpoints"));
-        assert_eq!(socket_lock_path(&paths.socket_path), p("/m/run/memoree.sock.lock"));
-        assert_eq!(paths.default_endpoint().to_string(), "unix:///m/run/memoree.sock");
-    }
-
-    #[test]
-    fn unix_and_tcp_endpoints_parse_and_display_round_trip() {
-        for text in ["unix:///tmp/m.sock", "tcp://127.0.0.1:17878", "tcp://[::1]:17878"] {
-            assert_eq!(Endpoint::parse(text).unwrap().to_string(), text);
-        }
-        assert_eq!(
-            Endpoint::parse("unix://rel.sock").unwrap(),
-            Endpoint::Unix(p("rel.sock"))
-        );
-    }
-
-    #[test]
-    fn tls_endpoints_take_an_ip_or_a_dns_name_and_always_a_port() {
-        for text in [
-            "tls://127.0.0.1:7443",
-            "tls://[::1]:7443",
-            "tls://memoree.example.com:7443",
-        ] {
-            assert_eq!(Endpoint::parse(text).unwrap().to_string(), text);
-        }
-        let Endpoint::Tls(addr) = Endpoint::parse("tls://Memoree.Example:443").unwrap() else {
-            panic!("not a TLS endpoint");
-        };
-        assert_eq!(
-            (addr.host.as_str(), addr.port, addr.ip()),
-            ("memoree.example", 443, None)
-        );
-        assert!(Endpoint::parse("tls://[::1]:1").unwrap().is_loopback());
-        assert!(!Endpoint::parse("tls://10.0.0.1:1").unwrap().is_loopback());
-        for bad in [
-            "tls://host",
-            "tls://:1",
-            "tls://host:99999",
-            "tls://bad_host:1",
-            "tls://a..b:1",
-        ] {
-            let error = Endpoint::parse(bad).unwrap_err();
-            assert!(matches!(error, EndpointError::InvalidTls(_)), "{bad}: {error}");
-        }
-    }
-
-    #[test]
-    fn an_endpoint_without_a_known_scheme_is_refused_with_its_value() {
-        let err = Endpoint::parse("http://127.0.0.1:1").unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "endpoint must begin with unix://, tcp:// or tls://: http://127.0.0.1:1"
-        );
-        assert_eq!(err.code(), ErrorCode::ConfigError);
-        assert!(Endpoint::parse("/tmp/m.sock").is_err());
-    }
-
-    #[test]
-    fn an_empty_unix_path_is_refused() {
-        let err = Endpoint::parse("unix://").unwrap_err();
-        assert_eq!(err.to_string(), "Unix endpoint path is empty");
-    }
-
-    #[test]
-    fn tcp_host_names_and_bad_addresses_are_refused() {
-        for text in ["tcp://localhost:17878", "tcp://127.0.0.1", "tcp://::1:17878", "tcp://"] {
-            let err = Endpoint::parse(text).unwrap_err();
-            assert_eq!(err.to_string(), "invalid TCP endpoint: invalid socket address syntax");
-        }
-    }
-
-    #[test]
-    fn loopback_means_unix_127_slash_8_or_ipv6_localhost() {
-        let loopback = |text: &str| Endpoint::parse(text).unwrap().is_loopback();
-        assert!(loopback("unix:///tmp/m.sock"));
-        assert!(loopback("tcp://127.0.0.1:1"));
-        assert!(loopback("tcp://127.9.9.9:1"));
-        assert!(loopback("tcp://[::1]:1"));
-        assert!(!loopback("tcp://0.0.0.0:1"));
-        assert!(!loopback("tcp://[::]:1"));
-        assert!(!loopback("tcp://192.168.1.2:1"));
-        assert!(!loopback("tcp://[::ffff:127.0.0.1]:1"));
-    }
-}
+mod tests;

@@ -30,6 +30,7 @@ pub use digest::Digest;
 pub use pin::BlobPin;
 
 use crate::fault::DiskFullFlag;
+use crate::paths::BLOBS_TMP_DIR;
 use crate::protocol::limits;
 
 /// Length of a CAS object header.
@@ -169,7 +170,7 @@ impl BlobStore {
     /// Opens (creating if needed) a blob store rooted at `root`.
     pub fn open(root: impl Into<PathBuf>) -> Result<BlobStore, BlobError> {
         let root = root.into();
-        let tmp = root.join(".tmp");
+        let tmp = root.join(BLOBS_TMP_DIR);
         fs::create_dir_all(&tmp).map_err(|e| BlobError::io(&tmp, e))?;
         remove_abandoned_temp_files(&tmp);
         Ok(BlobStore {
@@ -214,7 +215,7 @@ impl BlobStore {
             return Ok(digest);
         }
         if self.disk_full.is_full() {
-            return Err(BlobError::io(&self.root.join(".tmp"), DiskFullFlag::error()));
+            return Err(BlobError::io(&self.root.join(BLOBS_TMP_DIR), DiskFullFlag::error()));
         }
         let parent = dest.parent().unwrap_or(&self.root);
         let new_fan_out = !parent.exists();
@@ -237,7 +238,7 @@ impl BlobStore {
         };
         let tmp = self
             .root
-            .join(".tmp")
+            .join(BLOBS_TMP_DIR)
             .join(format!("{}.{}", digest.to_hex(), ulid::Ulid::new()));
         let result = write_synced(&tmp, &header.to_bytes(), &payload).and_then(|()| match fs::hard_link(&tmp, &dest) {
             Ok(()) => Ok(true),

@@ -9,37 +9,48 @@
 //! allows that; see `spec/v1/DIVERGENCES.md`). All retry the daemon's connection-limit
 //! envelope with a capped exponential backoff.
 //!
+//! This file connects: it turns an [`Endpoint`] into an open connection (a Unix socket,
+//! TCP with `TCP_NODELAY`, or TLS through the endpoint's [`Connector`]) and owns the
+//! clients and sessions. The rest is split by concern: `stream.rs` (the connection, its
+//! deadlines, and one framed request/response attempt), `retry.rs` (busy backoff and the
+//! one reconnect of a stale session) and `pipeline.rs` (windows of pipelined requests).
+//!
 //! Every failure to obtain a response envelope is a [`ClientError::Transport`]
 //! (`TRANSPORT_ERROR`, retryable) — including the daemon closing or resetting the
 //! connection before replying — except a response over the frame limit, which is
-//! [`ClientError::TooLarge`], and a TLS trust or credential refusal, which is
-//! [`ClientError::Tls`] (not retryable).
+//! [`ClientError::TooLarge`], a TLS trust or credential refusal, which is
+//! [`ClientError::Tls`] (not retryable), and an unusable socket path, which is
+//! [`ClientError::Config`].
+//!
+//! **Invariants:** a connection serves one caller at a time: concurrent exchanges of one
+//! client each get their own (only an idle one is shared, by handing it over); a `tls://`
+//! endpoint's credentials are read from the environment at most once, on first use.
 //!
 //! The client is synchronous (no async runtime) so a short-lived CLI pays nothing for it.
 
 use std::io::{self, ErrorKind};
 use std::net::TcpStream;
-use std::os::fd::AsFd;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
 
 use super::tls::{Connector, TlsCredentials};
-use crate::frame::{self, FrameError, MAX_FRAME_BYTES};
 use crate::net::{self, describe};
 use crate::paths::Endpoint;
-use crate::protocol::{Input, Request, Response, TRANSPORT_REQUEST_ID};
+use crate::protocol::{Input, Request, Response};
 use crate::transport::{self, ClientError, Transport};
 
 pub use crate::net::PeerCredentials;
 pub use pipeline::PIPELINE_WINDOW;
+pub use retry::is_busy;
 
 mod pipeline;
+mod retry;
 mod stream;
 
-use stream::{Step, Stream, Timed, is_timeout};
+use stream::{REPLY_SPIN, Stream, is_timeout};
 
 /// Client-side time limits. The defaults are the protocol's: connect 5 s, frame write and
 /// frame read 30 s each, 60 s for a whole request/response exchange.
@@ -63,11 +74,6 @@ impl Default for ClientTimeouts {
             busy_retry: Duration::from_secs(10),
         }
     }
-}
-
-/// Whether `response` is a daemon's retryable "connection limit reached" envelope.
-pub fn is_busy(response: &Response) -> bool {
-    response.error.as_ref().is_some_and(|error| error.is_connection_limit())
 }
 
 /// A client for one daemon endpoint; cheap to clone, safe to share between threads.
@@ -284,43 +290,6 @@ impl SocketSession {
         self.exchange_raw(&body)
     }
 
-    pub fn exchange_raw(&mut self, body: &[u8]) -> Result<Response, ClientError> {
-        if body.len() > MAX_FRAME_BYTES {
-            return Err(too_large("request", body.len() as u64));
-        }
-        let busy_deadline = Instant::now() + self.client.timeouts.busy_retry;
-        let mut backoff = Duration::from_millis(10);
-        let mut reconnected = false;
-        loop {
-            let reused = self.used && self.stream.is_some();
-            let mut stream = match self.stream.take() {
-                Some(stream) => stream,
-                None => self.client.open()?,
-            };
-            let tls_failure = |error: &io::Error| self.client.tls_failure(error);
-            match attempt(&mut stream, body, &self.client, self.one_shot, &tls_failure) {
-                Ok(response) if is_busy(&response) => {
-                    // The daemon closes a connection it refused; retry on a new one.
-                    let now = Instant::now();
-                    if now >= busy_deadline {
-                        return Ok(readdress(response, body));
-                    }
-                    std::thread::sleep(jitter(backoff).min(busy_deadline - now));
-                    backoff = (backoff * 2).min(Duration::from_millis(250));
-                }
-                Ok(response) => {
-                    if !self.one_shot {
-                        self.stream = Some(stream);
-                        self.used = true;
-                    }
-                    return Ok(response);
-                }
-                Err(failure) if failure.before_request && reused && !reconnected => reconnected = true,
-                Err(failure) => return Err(failure.error),
-            }
-        }
-    }
-
     /// The credentials of the peer of the current Unix connection (connecting if needed).
     pub fn peer_credentials(&mut self) -> Result<Option<PeerCredentials>, ClientError> {
         if self.stream.is_none() {
@@ -333,138 +302,6 @@ impl SocketSession {
             _ => Ok(None),
         }
     }
-}
-
-fn too_large(what: &str, len: u64) -> ClientError {
-    ClientError::TooLarge(format!(
-        "the {what} frame of {len} bytes exceeds the {MAX_FRAME_BYTES}-byte frame limit"
-    ))
-}
-
-/// A busy envelope that outlasted the retry budget, re-addressed to the caller's request.
-fn readdress(mut response: Response, body: &[u8]) -> Response {
-    if response.request_id == TRANSPORT_REQUEST_ID
-        && let Ok(request) = serde_json::from_slice::<Value>(body)
-        && let Some(id) = request.get("request_id").and_then(Value::as_str)
-    {
-        response.request_id = id.into();
-    }
-    response
-}
-
-fn jitter(base: Duration) -> Duration {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    base + base.mul_f64(f64::from(nanos % 1000) / 2000.0)
-}
-
-/// Why one attempt failed, and whether the request can be known not to have been read.
-struct Failure {
-    error: ClientError,
-    /// The connection was already closed by the peer before this request reached it.
-    before_request: bool,
-}
-
-impl From<ClientError> for Failure {
-    fn from(error: ClientError) -> Failure {
-        Failure {
-            error,
-            before_request: false,
-        }
-    }
-}
-
-/// One request/response exchange on an open connection.
-///
-/// `tls_failure` recognises a TLS refusal in an I/O error (a server's alert arrives at the
-/// first read after a TLS 1.3 handshake); it is reported before any other failure.
-fn attempt(
-    stream: &mut Stream,
-    body: &[u8],
-    client: &SocketClient,
-    one_shot: bool,
-    tls_failure: &dyn Fn(&io::Error) -> Option<ClientError>,
-) -> Result<Response, Failure> {
-    let timeouts = &client.timeouts;
-    let mut timed = Timed::new(stream, timeouts);
-    timed.begin(Step::Write, timeouts.write);
-    let written = frame::blocking::write(&mut timed, body, MAX_FRAME_BYTES);
-    if let Err(FrameError::Io(e)) = &written
-        && is_timeout(e)
-    {
-        let error = written.err().map(|e| timed.describe(Step::Write, e));
-        return Err(error
-            .unwrap_or_else(|| ClientError::Transport("frame write failed".to_owned()))
-            .into());
-    }
-    if one_shot && written.is_ok() {
-        // Tell the daemon no second request follows; it may close right after replying.
-        let _ = timed.stream.shutdown_write();
-    }
-    timed.begin(Step::Read, timeouts.read);
-    if written.is_ok() {
-        spin_until_readable(timed.stream, client.reply_spin);
-    }
-    let response = frame::blocking::read(&mut timed, MAX_FRAME_BYTES);
-    let refusal = [response.as_ref().err(), written.as_ref().err()]
-        .into_iter()
-        .flatten()
-        .find_map(|error| match error {
-            FrameError::Io(e) => tls_failure(e),
-            _ => None,
-        });
-    if let Some(refusal) = refusal {
-        return Err(refusal.into());
-    }
-    match (written, response) {
-        (_, Ok(Some(bytes))) => decode_response(&bytes).map_err(Failure::from),
-        // The daemon may answer early (connection limit, oversized frame) and stop
-        // reading; its reply, if any, matters more than our write error.
-        (Err(write), Ok(None) | Err(FrameError::Io(_))) => Err(Failure {
-            before_request: is_stale(&write),
-            error: timed.describe(Step::Write, write),
-        }),
-        (_, Err(FrameError::TooLarge { len, .. })) => Err(too_large("response", len).into()),
-        (Ok(()), Ok(None)) => Err(Failure {
-            before_request: true,
-            error: ClientError::Transport("the daemon closed the connection before replying".to_owned()),
-        }),
-        (Ok(()), Err(read)) => Err(Failure {
-            before_request: matches!(&read, FrameError::Io(e) if e.kind() == ErrorKind::ConnectionReset),
-            error: timed.describe(Step::Read, read),
-        }),
-        (Err(write), Err(_)) => Err(timed.describe(Step::Write, write).into()),
-    }
-}
-
-/// How long a client polls for a reply before it sleeps in `read`. Waking a thread that
-/// sleeps costs tens of microseconds on a virtual machine (a cross-CPU pipe round trip is
-/// about 60 µs on the two-core reference machine, `perf bench sched pipe`), as much as a
-/// small read takes to serve; a reply within this window is picked up without that wake-up.
-/// Longer requests pay at most this much spinning, once.
-const REPLY_SPIN: Duration = Duration::from_micros(150);
-
-/// Polls (without sleeping) until the stream has something to read, the peer hung up, or
-/// `limit` passed.
-fn spin_until_readable(stream: &Stream, limit: Duration) {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if net::readable_now(stream.as_fd()) {
-            return;
-        }
-        std::hint::spin_loop();
-    }
-}
-
-fn decode_response(bytes: &[u8]) -> Result<Response, ClientError> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| ClientError::Transport(format!("the daemon sent an invalid response frame: {e}")))
-}
-
-fn is_stale(error: &FrameError) -> bool {
-    matches!(error, FrameError::Io(e) if matches!(e.kind(), ErrorKind::BrokenPipe | ErrorKind::ConnectionReset))
 }
 
 #[cfg(test)]

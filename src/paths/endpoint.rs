@@ -1,4 +1,11 @@
-//! The endpoint syntax: `unix://PATH`, `tcp://IP:PORT` and `tls://HOST:PORT`.
+//! The endpoint syntax: `unix://PATH`, `tcp://IP:PORT` and `tls://HOST:PORT`, parsed by
+//! [`Endpoint::parse`] (also `FromStr`) and printed by `Display`; re-exported as
+//! `crate::paths::{Endpoint, EndpointError, TlsAddr}`.
+//!
+//! **Invariants:** parsing is pure (no I/O, no name resolution: a `tcp://` host must be an
+//! IP literal, a `tls://` DNS name is only checked and lowercased); an endpoint prints in the
+//! form it parses from, so the printed text of a parsed endpoint parses back to it; every
+//! parse failure is a `CONFIG_ERROR`.
 
 use std::fmt;
 use std::net::{AddrParseError, SocketAddr};
@@ -149,5 +156,89 @@ impl fmt::Display for Endpoint {
             Endpoint::Tcp(addr) => write!(f, "tcp://{addr}"),
             Endpoint::Tls(addr) => write!(f, "tls://{addr}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unix_and_tcp_endpoints_parse_and_display_round_trip() {
+        for text in ["unix:///tmp/m.sock", "tcp://127.0.0.1:17878", "tcp://[::1]:17878"] {
+            assert_eq!(Endpoint::parse(text).unwrap().to_string(), text);
+        }
+        assert_eq!(
+            Endpoint::parse("unix://rel.sock").unwrap(),
+            Endpoint::Unix(PathBuf::from("rel.sock"))
+        );
+    }
+
+    #[test]
+    fn tls_endpoints_take_an_ip_or_a_dns_name_and_always_a_port() {
+        for text in [
+            "tls://127.0.0.1:7443",
+            "tls://[::1]:7443",
+            "tls://memoree.example.com:7443",
+        ] {
+            assert_eq!(Endpoint::parse(text).unwrap().to_string(), text);
+        }
+        let Endpoint::Tls(addr) = Endpoint::parse("tls://Memoree.Example:443").unwrap() else {
+            panic!("not a TLS endpoint");
+        };
+        assert_eq!(
+            (addr.host.as_str(), addr.port, addr.ip()),
+            ("memoree.example", 443, None)
+        );
+        assert!(Endpoint::parse("tls://[::1]:1").unwrap().is_loopback());
+        assert!(!Endpoint::parse("tls://10.0.0.1:1").unwrap().is_loopback());
+        for bad in [
+            "tls://host",
+            "tls://:1",
+            "tls://host:99999",
+            "tls://bad_host:1",
+            "tls://a..b:1",
+        ] {
+            let error = Endpoint::parse(bad).unwrap_err();
+            assert!(matches!(error, EndpointError::InvalidTls(_)), "{bad}: {error}");
+        }
+    }
+
+    #[test]
+    fn an_endpoint_without_a_known_scheme_is_refused_with_its_value() {
+        let err = Endpoint::parse("http://127.0.0.1:1").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "endpoint must begin with unix://, tcp:// or tls://: http://127.0.0.1:1"
+        );
+        assert_eq!(err.code(), ErrorCode::ConfigError);
+        assert!(Endpoint::parse("/tmp/m.sock").is_err());
+    }
+
+    #[test]
+    fn an_empty_unix_path_is_refused() {
+        let err = Endpoint::parse("unix://").unwrap_err();
+        assert_eq!(err.to_string(), "Unix endpoint path is empty");
+    }
+
+    #[test]
+    fn tcp_host_names_and_bad_addresses_are_refused() {
+        for text in ["tcp://localhost:17878", "tcp://127.0.0.1", "tcp://::1:17878", "tcp://"] {
+            let err = Endpoint::parse(text).unwrap_err();
+            assert_eq!(err.to_string(), "invalid TCP endpoint: invalid socket address syntax");
+        }
+    }
+
+    #[test]
+    fn loopback_means_unix_127_slash_8_or_ipv6_localhost() {
+        let loopback = |text: &str| Endpoint::parse(text).unwrap().is_loopback();
+        assert!(loopback("unix:///tmp/m.sock"));
+        assert!(loopback("tcp://127.0.0.1:1"));
+        assert!(loopback("tcp://127.9.9.9:1"));
+        assert!(loopback("tcp://[::1]:1"));
+        assert!(!loopback("tcp://0.0.0.0:1"));
+        assert!(!loopback("tcp://[::]:1"));
+        assert!(!loopback("tcp://192.168.1.2:1"));
+        assert!(!loopback("tcp://[::ffff:127.0.0.1]:1"));
     }
 }

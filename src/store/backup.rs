@@ -32,6 +32,7 @@ use super::verify::{self, VerifyReport};
 use super::{BLOBS_DIR, DB_FILE, Store, last_commit_seq};
 use crate::blob::{self, Digest};
 use crate::fsutil;
+use crate::paths::BLOBS_TMP_DIR;
 use crate::progress::Progress;
 use crate::timefmt::{self, Timestamp};
 
@@ -187,7 +188,7 @@ pub(crate) fn copy_blobs(db: &Path, from: &Path, to: &Path) -> StoreResult<u64> 
         external_blobs(&conn)?
     };
     private_dir(to)?;
-    private_dir(&to.join(".tmp"))?;
+    private_dir(&to.join(BLOBS_TMP_DIR))?;
     let mut progress = Progress::new("copy: external blobs", wanted.len() as u64);
     for (digest, size) in &wanted {
         // Copied as stored (compressed or not), after decoding and re-hashing it.

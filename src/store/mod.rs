@@ -59,10 +59,7 @@ use crate::protocol::Operation;
 use crate::protocol::ids::EventId;
 use crate::timefmt::{self, Timestamp};
 
-/// File name of the database inside the data directory.
-pub const DB_FILE: &str = "memoree.sqlite3";
-/// Directory of the CAS inside the data directory.
-pub const BLOBS_DIR: &str = "blobs";
+pub use crate::paths::{BLOBS_DIR, DB_FILE};
 
 /// Upper bound on idle pooled read connections.
 const MAX_IDLE_READERS: usize = 8;
@@ -546,18 +543,24 @@ pub fn last_commit_seq<'c>(db: impl Into<Db<'c>>) -> StoreResult<i64> {
 /// Creates the data directory owner-only, or tightens an existing one that holds only a
 /// Memoree layout.
 fn ensure_private_dir(dir: &Path) -> StoreResult<()> {
+    use crate::paths::{
+        CONFIG_FILE, DAEMON_LOCK, DAEMON_LOG, DB_SHM_FILE, DB_WAL_FILE, PENDING_DIR, RUN_DIR, SOCKET_LOCK_NAME,
+        SOCKET_NAME,
+    };
+    // `paths::LAYOUT_ENTRIES` less `EXTENSIONS_FILE` and `SEMANTIC_DIR` (the daemon checks
+    // the data dir with `LAYOUT_ENTRIES` before it opens the store).
     const LAYOUT: &[&str] = &[
         DB_FILE,
-        "memoree.sqlite3-wal",
-        "memoree.sqlite3-shm",
-        "memoreed.lock",
-        "memoreed.log",
+        DB_WAL_FILE,
+        DB_SHM_FILE,
+        DAEMON_LOCK,
+        DAEMON_LOG,
         BLOBS_DIR,
-        "pending-checkpoints",
-        "run",
-        "config.toml",
-        "memoree.sock",
-        "memoree.sock.lock",
+        PENDING_DIR,
+        RUN_DIR,
+        CONFIG_FILE,
+        SOCKET_NAME,
+        SOCKET_LOCK_NAME,
     ];
     if !dir.exists() {
         fs::create_dir_all(dir)?;

@@ -28,6 +28,7 @@ use super::verify;
 use super::verify::summarize;
 use super::{BLOBS_DIR, DB_FILE, Store};
 use crate::fsutil;
+use crate::paths::DB_WAL_FILE;
 
 /// Prefix of the staging directory created next to the target.
 pub const STAGING_PREFIX: &str = ".memoree-restore-stage-";
@@ -63,9 +64,9 @@ pub fn restore(backup_dir: &Path, data_dir: &Path) -> StoreResult<RestoreReport>
 
     let staged_db = staging.path().join(DB_FILE);
     fs::copy(&source_db, &staged_db)?;
-    let source_wal = backup_dir.join(format!("{DB_FILE}-wal"));
+    let source_wal = backup_dir.join(DB_WAL_FILE);
     if source_wal.is_file() {
-        fs::copy(&source_wal, staging.path().join(format!("{DB_FILE}-wal")))?;
+        fs::copy(&source_wal, staging.path().join(DB_WAL_FILE))?;
     }
     check_backup(&staged_db, &backup_dir.join(BLOBS_DIR))?;
 

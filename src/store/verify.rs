@@ -20,6 +20,7 @@ use super::db::Db;
 use super::error::StoreResult;
 use super::migrate::{SCHEMA_VERSION, schema_version};
 use crate::blob::{self, BlobError, Digest, Encoding};
+use crate::paths::BLOBS_TMP_DIR;
 use crate::progress::Progress;
 
 /// Stable, machine-readable issue kinds.
@@ -692,7 +693,7 @@ fn walk_cas(root: &Path, f: &mut Findings) -> StoreResult<HashSet<Digest>> {
     };
     for (first, first_type) in entries {
         let first_name = file_name(&first);
-        if first_name == ".tmp" && first_type.is_dir() {
+        if first_name == BLOBS_TMP_DIR && first_type.is_dir() {
             continue;
         }
         if !first_type.is_dir() || !is_hex_pair(&first_name) {

@@ -12,8 +12,9 @@
 //! reconnect and busy retry; that is why every request must be safe to send twice. A
 //! connection that breaks after some replies is a transport error.
 
-use super::{SocketSession, Step, Stream, Timed, decode_response, is_busy, is_stale, too_large};
-use crate::client::socket::ClientTimeouts;
+use super::retry::is_busy;
+use super::stream::{Step, Stream, Timed, decode_response, is_stale, too_large};
+use super::{ClientTimeouts, SocketSession};
 use crate::frame::{self, FrameError, MAX_FRAME_BYTES};
 use crate::protocol::Response;
 use crate::transport::ClientError;

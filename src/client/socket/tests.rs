@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::daemon::busy_error_body;
+use crate::frame::{self, MAX_FRAME_BYTES};
 use crate::protocol::ErrorCode;
 use crate::protocol::Response;
 

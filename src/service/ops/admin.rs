@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::paths::{BLOBS_DIR, BLOBS_TMP_DIR, DB_FILE, DB_WAL_FILE};
 use crate::protocol::admin::{
     BackupCreateInput, BackupResult, DoctorInput, DoctorResult, InstructionsContent, InstructionsFormat,
     InstructionsInput, InstructionsResult, ReindexInput, ReindexResult, StoreOutage, VerifyInput, VerifyIssueDetail,
@@ -15,7 +16,6 @@ use crate::protocol::schema;
 use crate::service::{Output, STORE_UNAVAILABLE_REASON, Service, ServiceError};
 use crate::store::pg::ProbeError;
 use crate::store::verify::VerifyReport;
-use crate::store::{BLOBS_DIR, DB_FILE};
 use crate::{fsutil, instructions, timefmt};
 
 /// How long `doctor` waits for a PostgreSQL store before reporting it unavailable: the whole
@@ -106,7 +106,7 @@ fn semantic_status(service: &Service, store_answers: bool) -> crate::protocol::m
 
 /// The database file plus its WAL.
 fn database_bytes(data_dir: &Path) -> u64 {
-    [DB_FILE.to_owned(), format!("{DB_FILE}-wal")]
+    [DB_FILE, DB_WAL_FILE]
         .iter()
         .filter_map(|name| std::fs::metadata(data_dir.join(name)).ok())
         .map(|meta| meta.len())
@@ -116,7 +116,7 @@ fn database_bytes(data_dir: &Path) -> u64 {
 /// Bytes and count of published CAS objects (the writers' scratch directory excluded).
 fn blob_usage(root: &Path) -> (u64, u64) {
     let (bytes, count) = fsutil::dir_size(root).unwrap_or((0, 0));
-    let (tmp_bytes, tmp_count) = fsutil::dir_size(&root.join(".tmp")).unwrap_or((0, 0));
+    let (tmp_bytes, tmp_count) = fsutil::dir_size(&root.join(BLOBS_TMP_DIR)).unwrap_or((0, 0));
     (bytes.saturating_sub(tmp_bytes), count.saturating_sub(tmp_count))
 }
 
