@@ -18,7 +18,6 @@ mod error;
 pub mod fts;
 mod group;
 pub mod idempotency;
-mod migrate;
 pub mod pg;
 pub mod portable;
 pub mod purge;
@@ -29,6 +28,7 @@ pub mod revisioned;
 pub mod scope;
 pub mod search;
 pub(crate) mod sql;
+pub mod sqlite;
 mod staging;
 #[cfg(test)]
 pub(crate) mod test_seed;
@@ -38,42 +38,34 @@ pub mod tombstone;
 pub mod vectors;
 pub mod verify;
 pub mod vocab;
-mod writer;
 
-use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::Connection;
 use serde_json::Value;
 
 pub use db::Db;
 pub use error::{StoreError, StoreResult};
-pub use migrate::{SCHEMA_VERSION, schema_version};
+pub use sqlite::migrate::{self, SCHEMA_VERSION, schema_version};
 
 use crate::blob::BlobStore;
-use crate::fault::DiskFullFlag;
 use crate::protocol::Operation;
 use crate::protocol::ids::EventId;
 use crate::timefmt::{self, Timestamp};
 
 pub use crate::paths::{BLOBS_DIR, DB_FILE};
 
-/// Upper bound on idle pooled read connections.
-const MAX_IDLE_READERS: usize = 8;
-/// Page cache of the writer connection, in KiB. It holds the interior pages every
-/// mutation walks; the OS page cache serves the rest, and the daemon's resident memory
-/// grows by whatever is cached (SQLite's default is 2000 KiB per connection).
-const WRITER_CACHE_KIB: u32 = 1024;
-/// Page cache of each read connection, in KiB. Under writes a reader's cache is discarded
-/// at each new snapshot anyway; several readers exist only under concurrent reads.
-pub(crate) const READER_CACHE_KIB: u32 = 512;
-/// Prepared statements kept per connection (`prepare_cached`): search, recall and
-/// context.build together, or all the mutations, prepare more distinct statements than
-/// rusqlite's default of 16.
-const STATEMENT_CACHE: usize = 64;
+/// What `meta.schema_version` holds at schema `version`: never a bare integer, which the
+/// reference implementation would take for one of its own schema versions and migrate
+/// (`sqlite/migrations/0004_store_format.sql`).
+pub fn schema_tag(version: i64) -> String {
+    format!("memoree-{version}")
+}
+
+/// `meta.store_format` of every Memoree store (from schema 4; 3 on PostgreSQL).
+pub const STORE_FORMAT: &str = "memoree";
 
 /// A handle to an open store; cheap to clone.
 #[derive(Clone)]
@@ -93,11 +85,7 @@ struct Inner {
 enum Backend {
     /// The embedded store: SQLite in the data directory, one writer thread, pooled readers,
     /// and the filesystem CAS.
-    Sqlite {
-        blobs: BlobStore,
-        writer: writer::Writer,
-        readers: Mutex<Vec<Connection>>,
-    },
+    Sqlite(sqlite::SqliteStore),
     /// A PostgreSQL database shared by any number of front ends; blobs live in it too.
     Postgres(pg::PgStore),
 }
@@ -237,50 +225,13 @@ impl Store {
     /// Opens (creating and migrating if needed) the store in `data_dir`.
     pub fn open(data_dir: &Path) -> StoreResult<Store> {
         let data_dir = data_dir.to_path_buf();
-        ensure_private_dir(&data_dir)?;
         let db_path = data_dir.join(DB_FILE);
-        let mut conn = Connection::open_with_flags(
-            &db_path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        migrate::preflight(&conn)?;
-        // Only takes effect on a new, empty database (an existing store keeps its page size).
-        // Every commit writes each page it touched to the WAL in full (a `claim.assert`
-        // touches 13: its rows, their indexes, the FTS segment, the event, the replay record
-        // and the commit sequence), so the page size sets the bytes written and checksummed
-        // per commit: 4 KiB pages write a quarter of what 16 KiB pages did, and store text
-        // artifacts more compactly too (see `benches/storage.rs`).
-        conn.execute_batch("PRAGMA page_size = 4096;")?;
-        conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")?;
-        // Every job of a group runs in its own SAVEPOINT, so SQLite keeps the original of each
-        // page a job modifies in a statement sub-journal until the job is released. On disk
-        // that is a temporary file written page by page (as many bytes again as the WAL
-        // frames of the commit); in memory it is a copy that is dropped at RELEASE. It is
-        // never needed for crash recovery (the WAL is), so durability is unchanged.
-        conn.execute_batch("PRAGMA temp_store = MEMORY;")?;
-        conn.execute_batch(&format!("PRAGMA cache_size = -{WRITER_CACHE_KIB};"))?;
-        migrate::migrate(&mut conn)?;
-        configure_statements(&conn)?;
-        for suffix in ["", "-wal", "-shm"] {
-            let path = PathBuf::from(format!("{}{suffix}", db_path.display()));
-            if path.exists() {
-                fs::set_permissions(&path, fs::Permissions::from_mode(0o600))?;
-            }
-        }
-        let disk_full = DiskFullFlag::from_env();
-        let blobs = BlobStore::open(data_dir.join(BLOBS_DIR))?.with_disk_full_flag(disk_full.clone());
-        let has_purges = tombstone::any(&conn)?;
-        let writer = writer::Writer::spawn(conn, disk_full)?;
+        let (sqlite, has_purges) = sqlite::SqliteStore::open(&data_dir, &db_path)?;
         let store = Store {
             inner: Arc::new(Inner {
                 data_dir,
                 db_path,
-                backend: Backend::Sqlite {
-                    blobs,
-                    writer,
-                    readers: Mutex::new(Vec::new()),
-                },
+                backend: Backend::Sqlite(sqlite),
                 has_purges: AtomicBool::new(has_purges),
             }),
         };
@@ -360,7 +311,7 @@ impl Store {
     pub(crate) fn postgres(&self) -> Option<&pg::PgStore> {
         match &self.inner.backend {
             Backend::Postgres(pg) => Some(pg),
-            Backend::Sqlite { .. } => None,
+            Backend::Sqlite(_) => None,
         }
     }
 
@@ -368,7 +319,7 @@ impl Store {
     /// store and the full-text retrieval.
     pub fn kind(&self) -> StoreKind {
         match self.inner.backend {
-            Backend::Sqlite { .. } => StoreKind::EMBEDDED,
+            Backend::Sqlite(_) => StoreKind::EMBEDDED,
             Backend::Postgres(_) => StoreKind::POSTGRES,
         }
     }
@@ -383,7 +334,7 @@ impl Store {
 
     /// Whether this store is the embedded SQLite store.
     pub fn is_embedded(&self) -> bool {
-        matches!(self.inner.backend, Backend::Sqlite { .. })
+        matches!(self.inner.backend, Backend::Sqlite(_))
     }
 
     /// The data directory.
@@ -399,7 +350,7 @@ impl Store {
     /// The filesystem CAS of the embedded store.
     pub fn blobs(&self) -> StoreResult<&BlobStore> {
         match &self.inner.backend {
-            Backend::Sqlite { blobs, .. } => Ok(blobs),
+            Backend::Sqlite(sqlite) => Ok(&sqlite.blobs),
             Backend::Postgres(_) => Err(StoreError::Unsupported(
                 "the filesystem CAS does not exist on the PostgreSQL store".to_owned(),
             )),
@@ -409,7 +360,7 @@ impl Store {
     /// Where revision content is read from.
     pub fn blob_source(&self) -> &dyn BlobSource {
         match &self.inner.backend {
-            Backend::Sqlite { blobs, .. } => blobs,
+            Backend::Sqlite(sqlite) => &sqlite.blobs,
             Backend::Postgres(pg) => pg,
         }
     }
@@ -419,8 +370,8 @@ impl Store {
     /// erasing it until the mutation ran.
     pub fn put_blob_pinned(&self, bytes: &[u8]) -> StoreResult<(crate::blob::Digest, Option<crate::blob::BlobPin>)> {
         match &self.inner.backend {
-            Backend::Sqlite { blobs, .. } => {
-                let (digest, pin) = blobs.put_pinned(bytes)?;
+            Backend::Sqlite(sqlite) => {
+                let (digest, pin) = sqlite.blobs.put_pinned(bytes)?;
                 Ok((digest, Some(pin)))
             }
             Backend::Postgres(pg) => Ok((pg.put_blob(bytes)?, None)),
@@ -434,7 +385,7 @@ impl Store {
         F: FnOnce(&Tx<'_>) -> StoreResult<T> + Send + 'static,
     {
         match &self.inner.backend {
-            Backend::Sqlite { writer, .. } => writer.write(f),
+            Backend::Sqlite(sqlite) => sqlite.writer.write(f),
             Backend::Postgres(pg) => pg.write(f),
         }
     }
@@ -447,7 +398,7 @@ impl Store {
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
     {
         match &self.inner.backend {
-            Backend::Sqlite { writer, .. } => writer.exclusive(f),
+            Backend::Sqlite(sqlite) => sqlite.writer.exclusive(f),
             Backend::Postgres(_) => Err(StoreError::Unsupported(
                 "exclusive access is not available on the PostgreSQL store".to_owned(),
             )),
@@ -458,7 +409,7 @@ impl Store {
     /// `REPEATABLE READ READ ONLY` PostgreSQL transaction).
     pub fn read_db<T>(&self, f: impl FnOnce(Db<'_>) -> StoreResult<T>) -> StoreResult<T> {
         match &self.inner.backend {
-            Backend::Sqlite { .. } => self.read(|conn| f(Db::Sqlite(conn))),
+            Backend::Sqlite(_) => self.read(|conn| f(Db::Sqlite(conn))),
             Backend::Postgres(pg) => pg.read(|conn| f(Db::Postgres(conn))),
         }
     }
@@ -467,42 +418,12 @@ impl Store {
     /// PostgreSQL it is [`StoreError::Unsupported`] (store code not yet written against
     /// [`Db`] reads through this).
     pub fn read<T>(&self, f: impl FnOnce(&Connection) -> StoreResult<T>) -> StoreResult<T> {
-        let Backend::Sqlite { readers, .. } = &self.inner.backend else {
+        let Backend::Sqlite(sqlite) = &self.inner.backend else {
             return Err(StoreError::Unsupported(
                 "this read is not yet implemented on the PostgreSQL store".to_owned(),
             ));
         };
-        let pooled = readers.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        let conn = match pooled {
-            Some(conn) => conn,
-            None => self.open_reader()?,
-        };
-        conn.execute_batch("BEGIN DEFERRED")?;
-        let result = f(&conn);
-        let ended = conn.execute_batch("COMMIT");
-        if ended.is_ok() {
-            let mut readers = readers.lock().unwrap_or_else(|e| e.into_inner());
-            if readers.len() < MAX_IDLE_READERS {
-                readers.push(conn);
-            }
-        }
-        let value = result?;
-        ended?;
-        Ok(value)
-    }
-
-    fn open_reader(&self) -> StoreResult<Connection> {
-        let conn = Connection::open_with_flags(
-            &self.inner.db_path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        conn.execute_batch(&format!(
-            "PRAGMA query_only = ON; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY; \
-             PRAGMA cache_size = -{READER_CACHE_KIB};"
-        ))?;
-        configure_statements(&conn)?;
-        Ok(conn)
+        sqlite.read(f)
     }
 
     /// The last committed sequence number.
@@ -513,21 +434,10 @@ impl Store {
     /// Stops the writer after queued mutations finish.
     pub fn shutdown(&self) {
         match &self.inner.backend {
-            Backend::Sqlite { writer, .. } => writer.shutdown(),
+            Backend::Sqlite(sqlite) => sqlite.writer.shutdown(),
             Backend::Postgres(pg) => pg.shutdown(),
         }
     }
-}
-
-/// How a connection keeps its statements: through a cache large enough for every statement
-/// it runs, and planned without looking at bound values (SQLite's query planner stability
-/// guarantee). Without it, SQLite compiled with STAT4 marks a join's bound parameters as
-/// plan inputs and re-prepares the statement on every new binding, which showed up as SQL
-/// parsing in the write path's profile (each `claim.assert` re-parsed its head query).
-fn configure_statements(conn: &Connection) -> StoreResult<()> {
-    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
-    Ok(())
 }
 
 /// The last committed sequence number, read on `conn`.
@@ -538,53 +448,4 @@ pub fn last_commit_seq<'c>(db: impl Into<Db<'c>>) -> StoreResult<i64> {
             row.get(0)
         })?
         .unwrap_or(0))
-}
-
-/// Creates the data directory owner-only, or tightens an existing one that holds only a
-/// Memoree layout.
-fn ensure_private_dir(dir: &Path) -> StoreResult<()> {
-    use crate::paths::{
-        CONFIG_FILE, DAEMON_LOCK, DAEMON_LOG, DB_SHM_FILE, DB_WAL_FILE, PENDING_DIR, RUN_DIR, SOCKET_LOCK_NAME,
-        SOCKET_NAME,
-    };
-    // `paths::LAYOUT_ENTRIES` less `EXTENSIONS_FILE` and `SEMANTIC_DIR` (the daemon checks
-    // the data dir with `LAYOUT_ENTRIES` before it opens the store).
-    const LAYOUT: &[&str] = &[
-        DB_FILE,
-        DB_WAL_FILE,
-        DB_SHM_FILE,
-        DAEMON_LOCK,
-        DAEMON_LOG,
-        BLOBS_DIR,
-        PENDING_DIR,
-        RUN_DIR,
-        CONFIG_FILE,
-        SOCKET_NAME,
-        SOCKET_LOCK_NAME,
-    ];
-    if !dir.exists() {
-        fs::create_dir_all(dir)?;
-        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
-        return Ok(());
-    }
-    let meta = fs::symlink_metadata(dir)?;
-    if !meta.is_dir() {
-        return Err(StoreError::Config(format!(
-            "data directory {} is not a directory",
-            dir.display()
-        )));
-    }
-    if meta.permissions().mode() & 0o077 != 0 {
-        let foreign = fs::read_dir(dir)?
-            .filter_map(Result::ok)
-            .any(|entry| !LAYOUT.iter().any(|name| entry.file_name() == *name));
-        if foreign {
-            return Err(StoreError::Config(format!(
-                "refusing to use non-private, non-empty directory {}; set it to 700",
-                dir.display()
-            )));
-        }
-        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
-    }
-    Ok(())
 }

@@ -227,7 +227,7 @@ fn check_schema_version(db: Db<'_>, version: i64, expected: i64, f: &mut Finding
     }
     let recorded: Option<String> =
         db.query_opt("SELECT value FROM meta WHERE key = 'schema_version'", &[], |r| r.get(0))?;
-    if recorded.as_deref() != Some(super::migrate::schema_tag(version).as_str()) {
+    if recorded.as_deref() != Some(super::schema_tag(version).as_str()) {
         f.issue(
             kind::SCHEMA_VERSION,
             None,
@@ -237,14 +237,11 @@ fn check_schema_version(db: Db<'_>, version: i64, expected: i64, f: &mut Finding
     // Every schema this binary writes names its owner (`migrate::schema_tag`).
     let format: Option<String> =
         db.query_opt("SELECT value FROM meta WHERE key = 'store_format'", &[], |r| r.get(0))?;
-    if version == expected && format.as_deref() != Some(super::migrate::STORE_FORMAT) {
+    if version == expected && format.as_deref() != Some(super::STORE_FORMAT) {
         f.issue(
             kind::SCHEMA_VERSION,
             None,
-            format!(
-                "meta.store_format is {format:?}, not {:?}",
-                super::migrate::STORE_FORMAT
-            ),
+            format!("meta.store_format is {format:?}, not {:?}", super::STORE_FORMAT),
         );
     }
     Ok(())
@@ -747,7 +744,7 @@ impl super::Store {
     /// Runs [`verify`] on one read snapshot of this store.
     pub fn verify(&self) -> StoreResult<VerifyReport> {
         match &self.inner.backend {
-            super::Backend::Sqlite { blobs, .. } => self.read(|conn| verify(conn, blobs.root())),
+            super::Backend::Sqlite(sqlite) => self.read(|conn| verify(conn, sqlite.blobs.root())),
             super::Backend::Postgres(store) => store.read(pg::verify),
         }
     }

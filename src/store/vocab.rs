@@ -145,7 +145,7 @@ fn build(store: &Store) -> StoreResult<Loaded> {
     )?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     // One pass over the index: a reader's page cache is plenty (SQLite's default is 2000 KiB).
-    conn.execute_batch(&format!("PRAGMA cache_size = -{};", super::READER_CACHE_KIB))?;
+    conn.execute_batch(&format!("PRAGMA cache_size = -{};", super::sqlite::READER_CACHE_KIB))?;
     conn.execute_batch(
         "CREATE VIRTUAL TABLE temp.artifact_terms USING fts5vocab(main, artifact_fts, 'row');
          CREATE VIRTUAL TABLE temp.claim_terms USING fts5vocab(main, claim_fts, 'row');

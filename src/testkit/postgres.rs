@@ -39,6 +39,9 @@ pub struct TestCluster {
     next_db: AtomicU32,
     /// Set once [`TEMPLATE`] holds the migrated schema.
     template: OnceLock<()>,
+    /// Started without durability (`fsync`, synchronous commit, full-page writes off): the
+    /// shared cluster, whose tests never crash it.
+    volatile: bool,
 }
 
 /// The database [`TestCluster::create_store_database`] copies: migrated once per cluster.
@@ -50,7 +53,7 @@ impl TestCluster {
     /// mode, see [`super::parts`]). Panics when PostgreSQL is installed but does not start.
     pub fn start() -> Option<TestCluster> {
         match server_bin_dir() {
-            Some(bin) => Some(TestCluster::start_with(bin)),
+            Some(bin) => Some(TestCluster::start_with(bin, false)),
             None => {
                 super::parts::skip(
                     super::parts::Part::Postgres,
@@ -71,10 +74,10 @@ impl TestCluster {
                  (apt-get install postgresql) or set MEMOREE_PG_BIN to the directory holding initdb and pg_ctl"
             )
         });
-        TestCluster::start_with(bin)
+        TestCluster::start_with(bin, false)
     }
 
-    fn start_with(bin: PathBuf) -> TestCluster {
+    fn start_with(bin: PathBuf, volatile: bool) -> TestCluster {
         let run_as = if rustix::process::geteuid().is_root() {
             Some(std::env::var("MEMOREE_PG_USER").unwrap_or_else(|_| "postgres".to_owned()))
         } else {
@@ -96,6 +99,7 @@ impl TestCluster {
             run_as,
             next_db: AtomicU32::new(0),
             template: OnceLock::new(),
+            volatile,
         };
         if let Some(user) = &cluster.run_as {
             let status = Command::new("chown")
@@ -268,10 +272,13 @@ impl TestCluster {
     fn pg_ctl_start(&self) {
         let data = self.data_dir();
         let log = self.dir.path().join("server.log");
-        let options = format!(
+        let mut options = format!(
             "-k {} -p {PORT} -c listen_addresses= -c max_connections=100 -c shared_buffers=32MB -c recovery_init_sync_method=syncfs",
             path_str(self.dir.path())
         );
+        if self.volatile {
+            options.push_str(" -c fsync=off -c synchronous_commit=off -c full_page_writes=off");
+        }
         let output = self.run(
             "pg_ctl",
             &[
@@ -399,7 +406,7 @@ pub fn shared() -> Option<&'static TestCluster> {
     let mut started = false;
     let cluster = SHARED.get_or_init(|| {
         started = true;
-        TestCluster::start_with(bin)
+        TestCluster::start_with(bin, true)
     });
     if started {
         // SAFETY: `stop_shared` is a plain `extern "C"` function that never unwinds.

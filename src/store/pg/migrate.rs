@@ -105,7 +105,7 @@ fn migrate_locked(conn: &PgConn) -> StoreResult<()> {
         conn.execute(
             "INSERT INTO meta (key, value) VALUES ('schema_version', ?1)
              ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            &[&crate::store::migrate::schema_tag(version)],
+            &[&crate::store::schema_tag(version)],
         )?;
     }
     Ok(())

@@ -75,8 +75,8 @@ impl Store {
         check_files(archive, &manifest)?;
         let archive = archive.to_path_buf();
         let report = match &self.inner.backend {
-            Backend::Sqlite { blobs, .. } => {
-                let blobs = blobs.clone();
+            Backend::Sqlite(sqlite) => {
+                let blobs = sqlite.blobs.clone();
                 self.exclusive(move |conn| apply(conn, &blobs, &archive, &manifest, mode, show_progress))?
             }
             // One job of the writer: its group transaction holds the `commit_state` row lock

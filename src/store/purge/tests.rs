@@ -299,7 +299,8 @@ fn schema_one_store(dir: &Path) {
     let large = vec![b'L'; 20_000];
     let digest = blobs.put(&large).unwrap();
     let conn = Connection::open(dir.join(crate::store::DB_FILE)).unwrap();
-    conn.execute_batch(include_str!("../migrations/0001_init.sql")).unwrap();
+    conn.execute_batch(include_str!("../sqlite/migrations/0001_init.sql"))
+        .unwrap();
     conn.execute_batch(
         "PRAGMA user_version = 1;
          INSERT INTO meta (key, value) VALUES ('schema_version', '1');

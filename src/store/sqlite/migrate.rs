@@ -2,7 +2,8 @@
 
 use rusqlite::Connection;
 
-use super::error::{StoreError, StoreResult};
+use crate::store::error::{StoreError, StoreResult};
+use crate::store::schema_tag;
 
 /// The migrations in order; the schema version is the number applied.
 const MIGRATIONS: &[&str] = &[
@@ -18,16 +19,6 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// The migration that keys tombstone digests; existing ones are rewritten after its SQL.
 const KEYED_TOMBSTONES: i64 = 3;
-
-/// What `meta.schema_version` holds at schema `version`: never a bare integer, which the
-/// reference implementation would take for one of its own schema versions and migrate
-/// (`migrations/0004_store_format.sql`).
-pub fn schema_tag(version: i64) -> String {
-    format!("memoree-{version}")
-}
-
-/// `meta.store_format` of every Memoree store (from schema 4; 3 on PostgreSQL).
-pub const STORE_FORMAT: &str = "memoree";
 
 /// Reads the schema version of an open database.
 pub fn schema_version(conn: &Connection) -> StoreResult<i64> {
@@ -66,7 +57,7 @@ pub fn migrate(conn: &mut Connection) -> StoreResult<()> {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         tx.execute_batch(sql)?;
         if version == KEYED_TOMBSTONES {
-            super::tombstone::rekey_legacy(super::Db::Sqlite(&tx))?;
+            crate::store::tombstone::rekey_legacy(crate::store::Db::Sqlite(&tx))?;
             tx.execute_batch(
                 "CREATE TRIGGER purged_revisions_are_immutable BEFORE UPDATE ON purged_revisions
                  BEGIN SELECT RAISE(ABORT, 'purge tombstones are permanent'); END;",
@@ -86,8 +77,9 @@ pub fn migrate(conn: &mut Connection) -> StoreResult<()> {
 mod tests {
     use rusqlite::Connection;
 
-    use super::{SCHEMA_VERSION, STORE_FORMAT, schema_tag};
+    use super::SCHEMA_VERSION;
     use crate::store::Store;
+    use crate::store::{STORE_FORMAT, schema_tag};
 
     fn meta(path: &std::path::Path, key: &str) -> Option<String> {
         let conn = Connection::open(path).unwrap();

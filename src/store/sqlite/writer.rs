@@ -1,5 +1,5 @@
 //! The single writer of the embedded store: one thread owns the write connection and commits
-//! mutations in groups ([`super::group`]).
+//! mutations in groups ([`crate::store::group`]).
 //!
 //! Each group is one `BEGIN IMMEDIATE` transaction: every job runs inside its own
 //! `SAVEPOINT`, and one `COMMIT` (one fsync with `synchronous=FULL`) makes the whole group
@@ -18,10 +18,10 @@ use std::sync::Arc;
 
 use rusqlite::Connection;
 
-use super::error::{StoreError, StoreResult};
-use super::group::{Backend, GroupConn, GroupWriter};
-use super::{Db, Tx};
 use crate::fault::DiskFullFlag;
+use crate::store::error::{StoreError, StoreResult};
+use crate::store::group::{Backend, GroupConn, GroupWriter};
+use crate::store::{Db, Tx};
 
 /// Handle to the writer thread.
 pub(crate) struct Writer {
