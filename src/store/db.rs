@@ -78,18 +78,6 @@ impl<'c> Db<'c> {
         }
     }
 
-    /// The SQLite connection, for tests that run SQL `Db` does not wrap (the writer's); on
-    /// PostgreSQL it is [`StoreError::Unsupported`].
-    #[cfg(test)]
-    pub(crate) fn sqlite(self) -> StoreResult<&'c rusqlite::Connection> {
-        match self {
-            Db::Sqlite(conn) => Ok(conn),
-            Db::Postgres(_) => Err(StoreError::Unsupported(
-                "this operation is not yet implemented on the PostgreSQL store".to_owned(),
-            )),
-        }
-    }
-
     /// The SQLite text or the PostgreSQL text, for statements that differ.
     pub fn pick<'s>(self, sqlite: &'s str, postgres: &'s str) -> &'s str {
         match self {

@@ -48,7 +48,7 @@ use serde_json::Value;
 
 pub use db::Db;
 pub use error::{StoreError, StoreResult};
-pub use sqlite::migrate::{self, SCHEMA_VERSION, schema_version};
+pub use sqlite::migrate::{SCHEMA_VERSION, schema_version};
 
 use crate::blob::BlobStore;
 use crate::protocol::Operation;

@@ -1,31 +1,34 @@
-//! `reindex`: rebuilds the derived FTS projection from the authoritative revisions and CAS.
+//! `reindex`: rebuilds the derived full-text projection from the authoritative revisions and
+//! their content, on both backends.
 //!
-//! On the embedded store it runs on the writer connection inside [`Store::exclusive`], in
-//! one transaction: every FTS row is dropped (orphans included) and one row per revision is
-//! written again through [`super::fts`], with the same text the write path indexes (title
-//! plus the body of indexable media types, statement for claims). A blob that cannot be read
-//! verified fails the whole rebuild and leaves the old projection untouched; run `verify` to
-//! locate it. Purged revisions get no row. On PostgreSQL ([`pg`]) the same rebuild is one job
-//! of the PostgreSQL writer.
+//! This module holds what both backends share: the report ([`ReindexReport`]),
+//! [`StoredArtifact`] (an artifact revision as stored, and the text its row is made from:
+//! the title plus the body of indexable media types, read verified), and
+//! [`Store::reindex`], which picks the backend. The embedded store's rebuild is
+//! [`sqlite`]: on the writer connection inside [`Store::exclusive`], in one transaction, every
+//! FTS5 row is dropped (orphans included) and one row per live revision is written again.
+//! PostgreSQL's is [`pg`]: one job of the PostgreSQL writer. Both write through
+//! [`super::fts`], with the same text the write path indexes (statement for claims).
 //!
-//! **Invariant:** authoritative tables are never written, and `commit_seq` does not move.
+//! **Invariants:** authoritative tables are never written, and `commit_seq` does not move; a
+//! purged revision gets no row; a blob that cannot be read verified fails the whole rebuild
+//! and leaves the old projection untouched (run `verify` to locate it).
 
-use std::collections::HashSet;
-
-use rusqlite::Connection;
-
+use super::Store;
 use super::artifact;
 use super::db::{Db, Row};
 use super::error::StoreResult;
 use super::fts;
-use super::{Store, last_commit_seq};
-use crate::blob::{BlobStore, Digest};
-use crate::progress::Progress;
+use crate::blob::Digest;
 use crate::store::StoreError;
 
 pub mod pg;
+pub mod sqlite;
 #[cfg(test)]
 mod tests;
+
+pub use sqlite::rebuild;
+pub(crate) use sqlite::rebuild_in_transaction;
 
 /// What a rebuild did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -49,94 +52,8 @@ impl Store {
             });
         }
         let blobs = self.blobs()?.clone();
-        self.exclusive(move |conn| rebuild(conn, &blobs))
+        self.exclusive(move |conn| sqlite::rebuild(conn, &blobs))
     }
-}
-
-/// Rebuilds the projection on `conn` (the writer connection, outside any transaction).
-pub fn rebuild(conn: &Connection, blobs: &BlobStore) -> StoreResult<ReindexReport> {
-    conn.execute_batch("BEGIN IMMEDIATE")?;
-    match rebuild_in_transaction(conn, blobs) {
-        Ok(report) => {
-            conn.execute_batch("COMMIT")?;
-            Ok(report)
-        }
-        Err(error) => {
-            let _ = conn.execute_batch("ROLLBACK");
-            Err(error)
-        }
-    }
-}
-
-/// The rebuild inside the caller's transaction (also the last step of an import).
-pub(crate) fn rebuild_in_transaction(conn: &Connection, blobs: &BlobStore) -> StoreResult<ReindexReport> {
-    let removed_orphan_rows =
-        orphans(conn, "artifact_revisions", "artifact_fts")? + orphans(conn, "claim_revisions", "claim_fts")?;
-    fts::clear(Db::Sqlite(conn))?;
-    let total: i64 = conn.query_row(
-        "SELECT (SELECT count(*) FROM artifact_revisions WHERE purged = 0) + (SELECT count(*) FROM claim_revisions WHERE purged = 0)",
-        [],
-        |r| r.get(0),
-    )?;
-    let mut progress = Progress::new("reindex: revisions", total.max(0) as u64);
-    let artifact_revisions = reindex_artifacts(conn, blobs, &mut progress)?;
-    let claim_revisions = reindex_claims(conn, &mut progress)?;
-    conn.execute_batch(
-        "INSERT INTO artifact_fts (artifact_fts) VALUES ('optimize');
-         INSERT INTO claim_fts (claim_fts) VALUES ('optimize');",
-    )?;
-    Ok(ReindexReport {
-        artifact_revisions,
-        claim_revisions,
-        removed_orphan_rows,
-        last_commit_seq: last_commit_seq(conn)?,
-    })
-}
-
-/// FTS rowids with no revision of that seq.
-fn orphans(conn: &Connection, revisions: &str, fts: &str) -> StoreResult<u64> {
-    let seqs: HashSet<i64> = {
-        // A purged revision has no index row: any row it still has is an orphan.
-        let mut stmt = conn.prepare(&format!("SELECT seq FROM {revisions} WHERE purged = 0"))?;
-        stmt.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?
-    };
-    let mut stmt = conn.prepare(&format!("SELECT rowid FROM {fts}"))?;
-    let mut rows = stmt.query([])?;
-    let mut count = 0;
-    while let Some(row) = rows.next()? {
-        if !seqs.contains(&row.get::<_, i64>(0)?) {
-            count += 1;
-        }
-    }
-    Ok(count)
-}
-
-fn reindex_artifacts(conn: &Connection, blobs: &BlobStore, progress: &mut Progress) -> StoreResult<u64> {
-    let mut stmt = conn.prepare(&format!(
-        "SELECT {} FROM artifact_revisions r WHERE r.purged = 0 ORDER BY r.seq",
-        StoredArtifact::COLUMNS
-    ))?;
-    let mut rows = stmt.query([])?;
-    let mut count = 0;
-    while let Some(row) = rows.next()? {
-        let revision = StoredArtifact::from_row(&Row::Sqlite(row))?;
-        revision.index(Db::Sqlite(conn), |digest, size| Ok(blobs.get(digest, size)?))?;
-        count += 1;
-        progress.inc(1);
-    }
-    Ok(count)
-}
-
-fn reindex_claims(conn: &Connection, progress: &mut Progress) -> StoreResult<u64> {
-    let mut stmt = conn.prepare("SELECT seq, statement FROM claim_revisions WHERE purged = 0 ORDER BY seq")?;
-    let mut rows = stmt.query([])?;
-    let mut count = 0;
-    while let Some(row) = rows.next()? {
-        fts::insert_claim(Db::Sqlite(conn), row.get(0)?, &row.get::<_, String>(1)?)?;
-        count += 1;
-        progress.inc(1);
-    }
-    Ok(count)
 }
 
 /// An artifact revision as stored, with what its full-text row is made from.

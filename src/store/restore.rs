@@ -22,7 +22,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::backup::copy_blobs;
 use super::error::{StoreError, StoreResult};
-use super::migrate;
+use super::sqlite::migrate;
 use super::staging::{self, check_target, not_empty, sync_tree};
 use super::verify;
 use super::verify::summarize;

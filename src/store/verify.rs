@@ -1,27 +1,33 @@
-//! `verify`: read-only consistency checks of the database, the FTS projection and the CAS.
+//! `verify`: read-only consistency checks of the database, the full-text projection and the
+//! content store, on both backends.
+//!
+//! This module holds what both backends share: the report ([`VerifyReport`], [`Issue`]), the
+//! stable issue kinds ([`kind`]), the collector that caps the list at [`MAX_ISSUES`], and the
+//! checks written against [`Db`] (schema version recorded in `meta`, commit sequence, heads,
+//! full-text rows, semantic vectors, relations, conflict cases, claim evidence, and the content
+//! of one artifact revision). Each backend adds its own around them: [`sqlite`] (`PRAGMA`
+//! checks, the FTS5 tables and the filesystem CAS) and [`pg`] (the search tables and the
+//! blobs in the database). [`Store::verify`](super::Store::verify) picks the backend.
 //!
 //! Checks run on one read snapshot, so concurrent writes never produce false reports: a blob
-//! published after the snapshot is at worst an unreferenced file (a warning, not an issue).
+//! published after the snapshot is at worst an unreferenced one (a warning, not an issue).
 //! A check that cannot even run (for example because a table is missing) becomes an issue
 //! of kind `check_failed` instead of aborting the others.
 //!
-//! **Invariant:** nothing here writes. The caller passes a read-only (`query_only`)
-//! connection; the CAS is only listed and read.
+//! **Invariant:** nothing here or in the backends' parts writes. The caller passes a
+//! read-only connection inside one snapshot; content is only listed and read.
 
-use std::collections::{HashMap, HashSet};
-use std::fs;
-use std::io;
-use std::path::Path;
-
-use rusqlite::Connection;
+use std::collections::HashMap;
 
 use super::claim::evidence_from_json;
 use super::db::Db;
 use super::error::StoreResult;
-use super::migrate::{SCHEMA_VERSION, schema_version};
 use crate::blob::{self, BlobError, Digest, Encoding};
-use crate::paths::BLOBS_TMP_DIR;
-use crate::progress::Progress;
+
+pub mod pg;
+pub mod sqlite;
+
+pub use sqlite::verify;
 
 /// Stable, machine-readable issue kinds.
 pub mod kind {
@@ -144,26 +150,6 @@ impl Findings {
     }
 }
 
-/// Verifies the store behind `conn` (a read-only connection, ideally inside one read
-/// transaction) and the CAS rooted at `blobs_root`. Never writes, not even the CAS's
-/// scratch directory.
-pub fn verify(conn: &Connection, blobs_root: &Path) -> StoreResult<VerifyReport> {
-    let mut findings = Findings::new();
-    findings.check("schema version", |f| check_schema(conn, f));
-    findings.check("integrity_check", |f| check_sqlite(conn, f));
-    check_records(Db::Sqlite(conn), &mut findings, ("artifact_fts", "claim_fts", "rowid"));
-    findings.check("blobs", |f| check_blobs(conn, blobs_root, f));
-    findings.check("tombstones", |f| {
-        let (found, warnings) = super::tombstone::check(conn, blobs_root)?;
-        for (kind, entity, detail) in found {
-            f.about(kind, entity, detail);
-        }
-        f.report.warnings.extend(warnings);
-        Ok(())
-    });
-    Ok(findings.finish())
-}
-
 /// The checks both backends make on their tables: the commit sequence, heads, the full-text
 /// projection (`search` names the artifact and claim tables and their revision key column),
 /// relations, conflict cases and claim evidence.
@@ -210,10 +196,6 @@ impl Findings {
     }
 }
 
-fn check_schema(conn: &Connection, f: &mut Findings) -> StoreResult<()> {
-    check_schema_version(Db::Sqlite(conn), schema_version(conn)?, SCHEMA_VERSION, f)
-}
-
 /// The schema version `db` reports (`version`) against the one this binary writes
 /// (`expected`) and the copy recorded in `meta`; shared by both backends' `verify`.
 fn check_schema_version(db: Db<'_>, version: i64, expected: i64, f: &mut Findings) -> StoreResult<()> {
@@ -234,7 +216,7 @@ fn check_schema_version(db: Db<'_>, version: i64, expected: i64, f: &mut Finding
             format!("meta.schema_version is {recorded:?}, but the database reports {version}"),
         );
     }
-    // Every schema this binary writes names its owner (`migrate::schema_tag`).
+    // Every schema this binary writes names its owner (`store::schema_tag`).
     let format: Option<String> =
         db.query_opt("SELECT value FROM meta WHERE key = 'store_format'", &[], |r| r.get(0))?;
     if version == expected && format.as_deref() != Some(super::STORE_FORMAT) {
@@ -243,39 +225,6 @@ fn check_schema_version(db: Db<'_>, version: i64, expected: i64, f: &mut Finding
             None,
             format!("meta.store_format is {format:?}, not {:?}", super::STORE_FORMAT),
         );
-    }
-    Ok(())
-}
-
-fn check_sqlite(conn: &Connection, f: &mut Findings) -> StoreResult<()> {
-    // FTS5's integrity check trusts the table structure the connection cached at its last
-    // query and reports false corruption when another connection has since merged or
-    // rebuilt segments (SQLite 3.54). Reading one row refreshes that cache first.
-    for fts in ["artifact_fts", "claim_fts"] {
-        conn.prepare(&format!("SELECT rowid FROM {fts} LIMIT 1"))?
-            .query([])?
-            .next()?;
-    }
-    let mut stmt = conn.prepare("PRAGMA integrity_check")?;
-    let lines = stmt
-        .query_map([], |r| r.get::<_, String>(0))?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    for line in lines.into_iter().filter(|line| line != "ok") {
-        f.issue(kind::DATABASE_INTEGRITY, None, line);
-    }
-    let mut stmt = conn.prepare("PRAGMA foreign_key_check")?;
-    let rows = stmt
-        .query_map([], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, Option<i64>>(1)?,
-                r.get::<_, String>(2)?,
-            ))
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    for (table, rowid, parent) in rows {
-        let entity = format!("{table} rowid {}", rowid.map_or("?".to_owned(), |id| id.to_string()));
-        f.about(kind::FOREIGN_KEY, entity, format!("references a missing {parent} row"));
     }
     Ok(())
 }
@@ -549,28 +498,6 @@ struct Referenced {
     revision: String,
 }
 
-fn check_blobs(conn: &Connection, root: &Path, f: &mut Findings) -> StoreResult<()> {
-    let total: i64 = conn.query_row("SELECT count(*) FROM artifact_revisions WHERE purged = 0", [], |r| {
-        r.get(0)
-    })?;
-    let mut progress = Progress::new("verify: artifact revisions", total.max(0) as u64);
-    let mut external: HashMap<Digest, Referenced> = HashMap::new();
-    let mut stmt = conn.prepare(
-        "SELECT id, blob_hash, blob_size, inline_blob, inline_encoding FROM artifact_revisions WHERE purged = 0 ORDER BY seq",
-    )?;
-    let mut rows = stmt.query([])?;
-    while let Some(row) = rows.next()? {
-        progress.inc(1);
-        let inline = match row.get::<_, Option<Vec<u8>>>(3)? {
-            Some(stored) => Some((stored, row.get(4)?)),
-            None => None,
-        };
-        check_revision_blob(f, &mut external, row.get(0)?, row.get(1)?, row.get(2)?, inline);
-    }
-    drop(progress);
-    check_cas(root, f, &external)
-}
-
 /// Checks one live artifact revision's content: inline bytes are decoded and re-hashed; an
 /// external blob is recorded in `external` (its first citing revision and size).
 fn check_revision_blob(
@@ -622,44 +549,6 @@ fn check_revision_blob(
     }
 }
 
-/// Checks the referenced external blobs against the CAS, and reports what else it holds.
-fn check_cas(root: &Path, f: &mut Findings, external: &HashMap<Digest, Referenced>) -> StoreResult<()> {
-    let found = walk_cas(root, f)?;
-    let mut progress = Progress::new("verify: external blobs", found.len().max(external.len()) as u64);
-    let mut referenced_digests: Vec<(&Digest, &Referenced)> = external.iter().collect();
-    referenced_digests.sort_by_key(|(digest, _)| digest.to_hex());
-    for (digest, referenced) in referenced_digests {
-        progress.inc(1);
-        f.report.checked_external_blobs += 1;
-        if !found.contains(digest) {
-            f.about(
-                kind::BLOB_MISSING,
-                digest.to_hex(),
-                format!("missing CAS object cited by revision {}", referenced.revision),
-            );
-            continue;
-        }
-        if let Err(error) = blob::check_object_file(&root.join(digest.relative_path()), digest, Some(referenced.size)) {
-            report_blob_error(f, digest, &referenced.revision, error);
-        }
-    }
-    let mut unreferenced: Vec<&Digest> = found.iter().filter(|digest| !external.contains_key(digest)).collect();
-    unreferenced.sort_by_key(|digest| digest.to_hex());
-    for digest in &unreferenced {
-        progress.inc(1);
-        if let Err(error) = blob::check_object_file(&root.join(digest.relative_path()), digest, None) {
-            report_blob_error(f, digest, "no revision", error);
-        }
-    }
-    if !unreferenced.is_empty() {
-        f.report.warnings.push(format!(
-            "{} CAS objects are not referenced by any revision (left by interrupted writes; harmless)",
-            unreferenced.len()
-        ));
-    }
-    Ok(())
-}
-
 fn report_blob_error(f: &mut Findings, digest: &Digest, cited_by: &str, error: BlobError) {
     let kind = match &error {
         BlobError::Missing { .. } => kind::BLOB_MISSING,
@@ -671,86 +560,16 @@ fn report_blob_error(f: &mut Findings, digest: &Digest, cited_by: &str, error: B
     f.about(kind, digest.to_hex(), format!("{error} (cited by {cited_by})"));
 }
 
-/// Lists the well-placed objects of the CAS (`<h0h1>/<h2h3>/<hex>`) and reports anything
-/// else, except the writers' scratch directory `.tmp`.
-fn walk_cas(root: &Path, f: &mut Findings) -> StoreResult<HashSet<Digest>> {
-    let mut found = HashSet::new();
-    let unexpected = |f: &mut Findings, path: &Path, what: &str| {
-        let relative = path.strip_prefix(root).unwrap_or(path);
-        f.about(
-            kind::CAS_UNEXPECTED,
-            format!("blobs/{}", relative.display()),
-            what.to_owned(),
-        );
-    };
-    let entries = match sorted_entries(root) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(found),
-        Err(e) => return Err(e.into()),
-    };
-    for (first, first_type) in entries {
-        let first_name = file_name(&first);
-        if first_name == BLOBS_TMP_DIR && first_type.is_dir() {
-            continue;
-        }
-        if !first_type.is_dir() || !is_hex_pair(&first_name) {
-            unexpected(f, &first, "not a fan-out directory");
-            continue;
-        }
-        for (second, second_type) in sorted_entries(&first)? {
-            let second_name = file_name(&second);
-            if !second_type.is_dir() || !is_hex_pair(&second_name) {
-                unexpected(f, &second, "not a fan-out directory");
-                continue;
-            }
-            for (object, object_type) in sorted_entries(&second)? {
-                let name = file_name(&object);
-                let digest = Digest::parse(&name)
-                    .filter(|_| name.starts_with(&first_name) && name[2..].starts_with(&second_name));
-                match digest {
-                    Some(digest) if object_type.is_file() => {
-                        found.insert(digest);
-                    }
-                    Some(_) => unexpected(f, &object, "not a regular file"),
-                    None => unexpected(f, &object, "not a CAS object name for this directory"),
-                }
-            }
-        }
-    }
-    Ok(found)
-}
-
-fn sorted_entries(dir: &Path) -> io::Result<Vec<(std::path::PathBuf, fs::FileType)>> {
-    let mut entries = Vec::new();
-    for entry in fs::read_dir(dir)? {
-        let entry = entry?;
-        entries.push((entry.path(), entry.file_type()?));
-    }
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(entries)
-}
-
-fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
-fn is_hex_pair(name: &str) -> bool {
-    name.len() == 2 && name.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
-
 impl super::Store {
     /// Runs [`verify`] on one read snapshot of this store.
     pub fn verify(&self) -> StoreResult<VerifyReport> {
         match &self.inner.backend {
-            super::Backend::Sqlite(sqlite) => self.read(|conn| verify(conn, sqlite.blobs.root())),
+            super::Backend::Sqlite(backend) => self.read(|conn| sqlite::verify(conn, backend.blobs.root())),
             super::Backend::Postgres(store) => store.read(pg::verify),
         }
     }
 }
 
-pub mod pg;
 /// The first few issues of a failed verification, for an error message.
 pub(crate) fn summarize(report: &VerifyReport) -> String {
     const SHOWN: usize = 3;

@@ -37,8 +37,9 @@ use crate::blob::{self, Digest};
 use crate::fsutil;
 use crate::progress::Progress;
 use crate::store::error::{StoreError, StoreResult};
+use crate::store::sqlite::migrate;
 use crate::store::staging;
-use crate::store::{self as store, DB_FILE, artifact, migrate};
+use crate::store::{self as store, DB_FILE, artifact};
 use crate::timefmt;
 
 mod selection;

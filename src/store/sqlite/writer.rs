@@ -181,9 +181,7 @@ mod tests {
     use super::*;
 
     fn insert(tx: &Tx<'_>, bytes: usize) -> StoreResult<()> {
-        tx.db()
-            .sqlite()?
-            .execute("INSERT INTO t (v) VALUES (?1)", [vec![7u8; bytes]])?;
+        tx.db().execute("INSERT INTO t (v) VALUES (?1)", &[&vec![7u8; bytes]])?;
         Ok(())
     }
 
