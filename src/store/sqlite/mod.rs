@@ -1,5 +1,5 @@
 //! The embedded backend: SQLite in the data directory (WAL, FTS5), one writer thread with
-//! group commit ([`writer`]), a small pool of read-only connections, each read in its own
+//! group commit (`writer`), a small pool of read-only connections, each read in its own
 //! snapshot transaction, and the filesystem CAS beside it; the numbered migrations of its
 //! schema are [`migrate`]'s. `store/pg/` is the same for PostgreSQL.
 //!
