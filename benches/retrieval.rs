@@ -37,6 +37,8 @@
 mod agent;
 #[path = "retrieval/citation.rs"]
 mod citation;
+#[path = "retrieval/disk.rs"]
+mod disk;
 #[path = "support/rng.rs"]
 mod rng;
 #[path = "retrieval/semantic.rs"]
@@ -60,7 +62,7 @@ use rng::Rng;
 use serde_json::{Value, json};
 
 /// Bump when the generator changes so cached corpora are rebuilt.
-const CORPUS_VERSION: u32 = 4;
+const CORPUS_VERSION: u32 = 5;
 const COMMON_WORDS: usize = 300;
 const TOPIC_WORDS_PER_DOC: usize = 10;
 const QUERIES: usize = 64;
@@ -173,15 +175,18 @@ fn corpus(size: usize) -> Store {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let started = Instant::now();
-        seed(&dir.join("data"), size);
-        std::fs::write(&marker, b"ok").unwrap();
+        let raw = seed(&dir.join("data"), size);
+        std::fs::write(&marker, disk::measure(&dir.join("data"), size, raw)).unwrap();
         println!("seeded {size} artifacts in {:.1}s", started.elapsed().as_secs_f64());
     }
+    disk::print(&std::fs::read_to_string(&marker).unwrap_or_default(), size);
     Store::open(&dir.join("data")).unwrap()
 }
 
-fn seed(data: &Path, size: usize) {
+/// Seeds the corpus; returns the text bytes stored (bodies, titles and claim statements).
+fn seed(data: &Path, size: usize) -> u64 {
     let store = Store::open(data).unwrap();
+    let mut raw = 0u64;
     let vocabulary = Vocabulary::for_size(size);
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ size as u64);
     const BATCH: usize = 5000;
@@ -199,9 +204,12 @@ fn seed(data: &Path, size: usize) {
                 } else {
                     "prj_bench"
                 };
+                raw += (title.len() + body.len()) as u64;
                 let claims = if (done + i) % 10 == 0 {
+                    let statement = vocabulary.text(&mut rng, 12, 3);
+                    raw += statement.len() as u64;
                     vec![NewClaimRevision {
-                        statement: vocabulary.text(&mut rng, 12, 3),
+                        statement,
                         confidence: None,
                         evidence: Vec::new(),
                         actor: None,
@@ -246,6 +254,7 @@ fn seed(data: &Path, size: usize) {
         .exclusive(|conn| Ok(conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE); ANALYZE;")?))
         .unwrap();
     store.shutdown();
+    raw
 }
 
 fn request(op: &str, input: Value) -> Request {

@@ -1,5 +1,5 @@
 //! The full-text projection's one writer: the rows that make a revision findable by its
-//! words, on either backend. On SQLite they are the FTS5 tables `artifact_fts(title, body)` and
+//! words, on either backend. On SQLite they are the FTS5 tables `artifact_fts(body, title)` and
 //! `claim_fts(statement)`, keyed by `rowid`; on PostgreSQL the `tsvector` rows of
 //! `artifact_search` and `claim_search`, keyed by `seq`, whose documents
 //! [`pg::fts::document`](super::pg::fts::document) makes from the retrieval pipeline's folded

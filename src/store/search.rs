@@ -23,8 +23,9 @@ use super::error::{StoreError, StoreResult};
 use super::scope::{self, Owner};
 use crate::protocol::Horizon;
 
-/// FTS5 column weights of `artifact_fts(title, body)`.
-const ARTIFACT_BM25: &str = "bm25(artifact_fts, 5.0, 1.0)";
+/// FTS5 column weights of `artifact_fts(body, title)`: title 5, body 1 (the body is the
+/// first column since schema 6, which keeps the index small; see its migration).
+const ARTIFACT_BM25: &str = "bm25(artifact_fts, 1.0, 5.0)";
 /// FTS5 column weight of `claim_fts(statement)`.
 const CLAIM_BM25: &str = "bm25(claim_fts, 1.0)";
 

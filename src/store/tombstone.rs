@@ -385,7 +385,8 @@ pub fn pg_content_checks(db: Db<'_>) -> StoreResult<Vec<Finding>> {
 /// The FTS5 tables of the database (every full-text projection, whoever added it): where a
 /// purge deletes a revision's index rows and where `check` looks for them.
 pub fn fts_tables(conn: &Connection) -> StoreResult<Vec<String>> {
-    let mut stmt = conn.prepare("SELECT name, sql FROM sqlite_schema WHERE type = 'table' AND sql IS NOT NULL")?;
+    let mut stmt =
+        conn.prepare("SELECT name, sql FROM sqlite_schema WHERE type = 'table' AND sql IS NOT NULL ORDER BY name")?;
     let rows = stmt
         .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?
         .collect::<rusqlite::Result<Vec<_>>>()?;

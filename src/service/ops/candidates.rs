@@ -351,7 +351,7 @@ fn examine_artifact(
         None
     };
     let qualification = qualify(&plan.units, &plan.policy, &matched);
-    // FTS5's column weights of `artifact_fts(title, body)` (see `store::search`).
+    // FTS5's column weights of `artifact_fts(body, title)`: title 5, body 1 (see `store::search`).
     let lexical_score = lexical_score(plan, bm25, &[(&title_instances, 5.0), (&body_instances, 1.0)], length);
     Ok(Examined {
         source: Source::Artifact(row),

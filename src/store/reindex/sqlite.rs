@@ -83,7 +83,7 @@ fn orphans(conn: &Connection, revisions: &str, fts: &str) -> StoreResult<u64> {
     Ok(count)
 }
 
-fn reindex_artifacts(conn: &Connection, blobs: &BlobStore, progress: &mut Progress) -> StoreResult<u64> {
+pub(crate) fn reindex_artifacts(conn: &Connection, blobs: &BlobStore, progress: &mut Progress) -> StoreResult<u64> {
     let mut stmt = conn.prepare(&format!(
         "SELECT {} FROM artifact_revisions r WHERE r.purged = 0 ORDER BY r.seq",
         StoredArtifact::COLUMNS

@@ -71,7 +71,9 @@ impl SqliteStore {
         // never needed for crash recovery (the WAL is), so durability is unchanged.
         conn.execute_batch("PRAGMA temp_store = MEMORY;")?;
         conn.execute_batch(&format!("PRAGMA cache_size = -{WRITER_CACHE_KIB};"))?;
-        migrate::migrate(&mut conn)?;
+        let disk_full = DiskFullFlag::from_env();
+        let blobs = BlobStore::open(data_dir.join(BLOBS_DIR))?.with_disk_full_flag(disk_full.clone());
+        migrate::migrate(&mut conn, &blobs)?;
         configure_statements(&conn)?;
         for suffix in ["", "-wal", "-shm"] {
             let path = PathBuf::from(format!("{}{suffix}", db_path.display()));
@@ -79,8 +81,6 @@ impl SqliteStore {
                 fs::set_permissions(&path, fs::Permissions::from_mode(0o600))?;
             }
         }
-        let disk_full = DiskFullFlag::from_env();
-        let blobs = BlobStore::open(data_dir.join(BLOBS_DIR))?.with_disk_full_flag(disk_full.clone());
         let has_purges = tombstone::any(&conn)?;
         let writer = writer::Writer::spawn(conn, disk_full)?;
         let store = SqliteStore {
