@@ -195,3 +195,110 @@ macro_rules! backend_test {
         }
     };
 }
+
+/// A temporary service every topic's tests build on, served through [`checked`]: the store,
+/// a counter for fresh idempotency keys, and the generic calls. Each topic's `support.rs`
+/// adds its own request builders in an `impl Fixture` block of its own.
+pub struct Fixture {
+    _dir: Option<tempfile::TempDir>,
+    pub service: Service,
+    next_key: std::cell::Cell<u64>,
+    /// The store of a fixture made [`Fixture::on`] a `backend_test!` store (after `service`:
+    /// it outlives it).
+    _keep: Option<Keep>,
+}
+
+/// A fixture on a fresh embedded store in a temporary directory.
+pub fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let service = Service::open(&dir.path().join("data")).unwrap();
+    Fixture::with(Some(dir), service, 0, None)
+}
+
+/// A fixture whose service runs as `runtime` says (a semantic model, say).
+pub fn fixture_with(runtime: crate::service::Runtime) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let store = crate::store::Store::open(&dir.path().join("data")).unwrap();
+    Fixture::with(Some(dir), Service::new(store, runtime), 0, None)
+}
+
+impl Fixture {
+    fn with(dir: Option<tempfile::TempDir>, service: Service, first_key: u64, keep: Option<Keep>) -> Fixture {
+        Fixture {
+            _dir: dir,
+            service,
+            next_key: std::cell::Cell::new(first_key),
+            _keep: keep,
+        }
+    }
+
+    /// A fixture on a `backend_test!` store.
+    pub fn on(store: TestStore) -> Fixture {
+        let (service, keep) = store.into_parts();
+        Fixture::with(None, service, 0, Some(keep))
+    }
+
+    /// A fixture over an existing service (a PostgreSQL front end, say).
+    pub fn over(service: Service) -> Fixture {
+        Fixture::with(None, service, 0, None)
+    }
+
+    /// Another service on this fixture's store, running as `runtime` says (the same data
+    /// served with and without a model, say); its keys never meet this fixture's.
+    pub fn sharing(&self, runtime: crate::service::Runtime) -> Fixture {
+        Fixture::with(
+            None,
+            Service::new(self.service.store().clone(), runtime),
+            1_000_000,
+            None,
+        )
+    }
+
+    /// A fresh idempotency key.
+    pub fn key(&self) -> String {
+        let n = self.next_key.get() + 1;
+        self.next_key.set(n);
+        format!("key-{n}")
+    }
+
+    /// Serves a request and validates the envelope and the result against the schemas.
+    pub fn call(&self, request: Value) -> Response {
+        checked(&self.service, request)
+    }
+
+    /// The result of a request that must succeed.
+    pub fn ok(&self, request: Value) -> Value {
+        let response = self.call(request.clone());
+        assert!(response.ok, "request {request} failed: {:?}", response.error);
+        response.result.unwrap()
+    }
+
+    /// The error of a request that must fail.
+    pub fn err(&self, request: Value) -> crate::protocol::ErrorBody {
+        let response = self.call(request.clone());
+        assert!(!response.ok, "request {request} unexpectedly succeeded");
+        response.error.unwrap()
+    }
+
+    /// One integer a SQL query over the store returns.
+    pub fn count(&self, sql: &str) -> i64 {
+        self.service
+            .store()
+            .read_db(|db| db.query_one(sql, &[], |r| r.get(0)))
+            .unwrap()
+    }
+
+    pub fn last_commit_seq(&self) -> i64 {
+        self.service.store().last_commit_seq().unwrap()
+    }
+}
+
+/// The values of `name` across the items of an array.
+pub fn field(items: &Value, name: &str) -> Vec<Value> {
+    items
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item[name].clone())
+        .collect()
+}

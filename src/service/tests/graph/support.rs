@@ -1,44 +1,8 @@
-//! A temporary service plus terse request builders for the graph tests.
-
-use std::cell::Cell;
+//! Terse request builders for the graph tests, on the shared [`Fixture`].
 
 use serde_json::{Value, json};
 
-use crate::protocol::{ErrorBody, Response};
-use crate::service::Service;
-
-pub struct Fixture {
-    _dir: Option<tempfile::TempDir>,
-    pub service: Service,
-    next_key: Cell<u64>,
-    /// The store of a fixture made [`Fixture::on`] a `backend_test!` store (after `service`:
-    /// it outlives it).
-    _keep: Option<crate::service::tests::support::Keep>,
-}
-
-pub fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let service = Service::open(&dir.path().join("data")).unwrap();
-    Fixture {
-        _dir: Some(dir),
-        service,
-        next_key: Cell::new(0),
-        _keep: None,
-    }
-}
-
-impl Fixture {
-    /// A fixture on a `backend_test!` store.
-    pub fn on(store: crate::service::tests::support::TestStore) -> Fixture {
-        let (service, keep) = store.into_parts();
-        Fixture {
-            _dir: None,
-            service,
-            next_key: Cell::new(0),
-            _keep: Some(keep),
-        }
-    }
-}
+pub use crate::service::tests::support::{Fixture, field as ids, fixture};
 
 /// An ambient context in workspace `wsp_test`.
 pub fn ctx(project: &str, task: Option<&str>) -> Value {
@@ -64,30 +28,6 @@ pub fn artifact(id: &Value) -> (&'static str, Value) {
 }
 
 impl Fixture {
-    pub fn key(&self) -> String {
-        let n = self.next_key.get() + 1;
-        self.next_key.set(n);
-        format!("key-{n}")
-    }
-
-    pub fn call(&self, request: Value) -> Response {
-        crate::service::tests::support::checked(&self.service, request)
-    }
-
-    /// The result of a request that must succeed.
-    pub fn ok(&self, request: Value) -> Value {
-        let response = self.call(request.clone());
-        assert!(response.ok, "request {request} failed: {:?}", response.error);
-        response.result.unwrap()
-    }
-
-    /// The error of a request that must fail.
-    pub fn err(&self, request: Value) -> ErrorBody {
-        let response = self.call(request.clone());
-        assert!(!response.ok, "request {request} unexpectedly succeeded");
-        response.error.unwrap()
-    }
-
     pub fn mutation(&self, context: &Value, op: &str, input: Value) -> Value {
         json!({"request_id": "req_m", "op": op, "idempotency_key": self.key(), "context": context, "input": input})
     }
@@ -166,25 +106,4 @@ impl Fixture {
     pub fn relations(&self, context: &Value, input: Value) -> Value {
         self.ok(self.read(context, "relation.list", input))
     }
-
-    pub fn count(&self, sql: &str) -> i64 {
-        self.service
-            .store()
-            .read_db(|db| db.query_one(sql, &[], |r| r.get(0)))
-            .unwrap()
-    }
-
-    pub fn last_commit_seq(&self) -> i64 {
-        self.service.store().last_commit_seq().unwrap()
-    }
-}
-
-/// The ids of a list of records, by field.
-pub fn ids(items: &Value, field: &str) -> Vec<Value> {
-    items
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|item| item[field].clone())
-        .collect()
 }

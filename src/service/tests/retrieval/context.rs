@@ -21,7 +21,7 @@ fn seeded() -> (Fixture, Value, Value, Value) {
         ]}),
     );
     let other = f.claim(&main_ctx(), "Never drain the ibis queue", json!({}));
-    let relation = f.relate(&main_ctx(), &claim, "contradicts", &other);
+    let relation = f.relate_claims(&main_ctx(), &claim, "contradicts", &other);
     f.put(
         &main_ctx(),
         "note",

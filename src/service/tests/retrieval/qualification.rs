@@ -261,7 +261,7 @@ backend_test!(fn near_identical_claims_collapse_unless_a_number_or_a_contradicti
     assert_eq!(recall["claims"].as_array().unwrap().len(), 2);
     let a = f.claim(&main_ctx(), "Backups run nightly at two", json!({}));
     let b = f.claim(&main_ctx(), "Backups run nightly at two.", json!({}));
-    f.relate(&main_ctx(), &a, "contradicts", &b);
+    f.relate_claims(&main_ctx(), &a, "contradicts", &b);
     let recall = f.recall(&main_ctx(), json!({"query": "backups nightly"}));
     assert_eq!(
         recall["claims"].as_array().unwrap().len(),

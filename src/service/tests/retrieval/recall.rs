@@ -101,7 +101,7 @@ backend_test!(fn open_contradictions_mark_claims_disputed_and_are_listed(store) 
     let f = Fixture::on(store);
     let a = f.claim(&main_ctx(), "The gecko cache is enabled", json!({}));
     let b = f.claim(&main_ctx(), "The gecko cache is disabled", json!({}));
-    let relation = f.relate(&main_ctx(), &a, "contradicts", &b);
+    let relation = f.relate_claims(&main_ctx(), &a, "contradicts", &b);
     let recall = f.recall(&main_ctx(), json!({"query": "gecko cache"}));
     assert_eq!(recall["claims"].as_array().unwrap().len(), 2);
     for claim in recall["claims"].as_array().unwrap() {

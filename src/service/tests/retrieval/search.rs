@@ -122,7 +122,7 @@ backend_test!(fn superseded_and_retracted_claims_are_hidden_unless_historical(st
     let f = Fixture::on(store);
     let old = f.claim(&main_ctx(), "The quokka service listens on port 80", json!({}));
     let new = f.claim(&main_ctx(), "The quokka service listens on port 8080", json!({}));
-    f.relate(&main_ctx(), &new, "supersedes", &old);
+    f.relate_claims(&main_ctx(), &new, "supersedes", &old);
     let wrong = f.claim(&main_ctx(), "The quokka service is written in Perl", json!({}));
     f.mutate(
         &main_ctx(),
@@ -489,7 +489,7 @@ backend_test!(fn historical_bundles_render_terminal_and_future_claims_with_their
     let f = Fixture::on(store);
     let old = f.claim(&main_ctx(), "The egret queue holds 10 items", json!({}));
     let new = f.claim(&main_ctx(), "The egret queue holds 20 items", json!({}));
-    f.relate(&main_ctx(), &new, "supersedes", &old);
+    f.relate_claims(&main_ctx(), &new, "supersedes", &old);
     f.claim(
         &main_ctx(),
         "The egret queue will hold 40 items",

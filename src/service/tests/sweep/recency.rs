@@ -35,7 +35,7 @@ fn seeded() -> Fixture {
             json!({"claim_type": types[i % types.len()], "valid_from": days_from_now(ago)}),
         );
         if let Some(old) = previous.take().filter(|_| i % 5 == 0) {
-            f.relate(&main_ctx(), &claim, "supersedes", &old);
+            f.relate_claims(&main_ctx(), &claim, "supersedes", &old);
         }
         if i % 11 == 3 {
             f.mutate(
