@@ -451,6 +451,40 @@ fn autostart_runs_memoree_serve_when_no_daemon_executable_sits_beside_memoree() 
 }
 
 #[test]
+fn a_client_waits_for_a_daemon_that_is_still_opening_its_store_past_the_usual_three_seconds() {
+    // A daemon binds its endpoint only once its store is open, and migrating a large store
+    // (a full-text rebuild) takes seconds. Stand-in: a `memoree-daemon` beside `memoree` that
+    // takes four seconds before it runs the real one.
+    let home = TempHome::new();
+    let bin_dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let memoree = bin_dir.path().join("memoree");
+    if std::fs::hard_link(crate::support::BIN, &memoree).is_err() {
+        std::fs::copy(crate::support::BIN, &memoree).unwrap();
+    }
+    let slow = bin_dir.path().join("memoree-daemon");
+    let real = std::fs::canonicalize(crate::support::DAEMON_BIN).unwrap();
+    std::fs::write(&slow, format!("#!/bin/sh\nsleep 4\nexec '{}' \"$@\"\n", real.display())).unwrap();
+    std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let started = std::time::Instant::now();
+    let body = serde_json::to_vec(&request("capabilities", json!({}))).unwrap();
+    let output = home.output(&mut home.command_of(&memoree, &["call"]), Some(&body));
+    let envelope = crate::support::envelope(&output);
+    assert!(output.status.success(), "{envelope}");
+    assert!(started.elapsed() >= std::time::Duration::from_secs(4));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("still opening its store"),
+        "the wait is explained on stderr"
+    );
+
+    // `daemon restart` waits the same way.
+    let output = home.output(&mut home.command_of(&memoree, &["daemon", "restart"]), None);
+    let restarted = crate::support::envelope(&output);
+    assert!(output.status.success(), "{restarted}");
+    let (status, stopped) = home.run_cli(&["daemon", "stop"]);
+    assert!(status.success(), "{stopped}");
+}
+
+#[test]
 fn memoree_daemon_takes_the_serve_flags_and_refuses_anything_else() {
     let dir = tempfile::tempdir().unwrap();
     let (code, envelope, _) = finish(

@@ -34,6 +34,11 @@ pub const DAEMON_EXE: &str = "memoree-daemon";
 pub const START_RETRIES: u32 = 60;
 /// The pause before each attempt (60 × 50 ms ≈ 3 s in all).
 pub const START_RETRY_DELAY: Duration = Duration::from_millis(50);
+/// How long a client keeps trying, past [`START_RETRIES`], while the daemon it started is
+/// still running but not listening yet: it binds its endpoint only once its store is open,
+/// and opening a large store that needs a migration (one that rebuilds the full-text index,
+/// say) takes seconds.
+pub const START_PATIENCE: Duration = Duration::from_secs(300);
 
 /// How to start a daemon for one endpoint and data directory.
 #[derive(Clone, Debug)]
@@ -163,8 +168,8 @@ impl Transport for Autostart {
         match self.client.exchange_raw(body) {
             Err(ClientError::Transport(reason)) => {
                 tracing::info!(%reason, "no daemon answered; starting one");
-                self.launcher.spawn()?;
-                retry(|| self.client.exchange_raw(body))
+                let pid = self.launcher.spawn()?;
+                retry_started(pid, || self.client.exchange_raw(body))
             }
             answered => answered,
         }
@@ -174,25 +179,53 @@ impl Transport for Autostart {
         match self.client.exchange_pipelined(bodies) {
             Err(ClientError::Transport(reason)) => {
                 tracing::info!(%reason, "no daemon answered; starting one");
-                self.launcher.spawn()?;
-                retry(|| self.client.exchange_pipelined(bodies))
+                let pid = self.launcher.spawn()?;
+                retry_started(pid, || self.client.exchange_pipelined(bodies))
             }
             answered => answered,
         }
     }
 }
 
-/// Retries `attempt` while it fails with a transport error, [`START_RETRIES`] times.
-fn retry<T>(mut attempt: impl FnMut() -> Result<T, ClientError>) -> Result<T, ClientError> {
+/// Retries `attempt` while it fails with a transport error, after starting the daemon
+/// `pid`: [`START_RETRIES`] times, then for as long as that daemon is still running (it is
+/// opening its store), up to [`START_PATIENCE`]. A daemon that exited (it lost the race for
+/// the data directory, or failed to start: its log says why) ends the wait at once.
+pub fn retry_started<T>(pid: u32, mut attempt: impl FnMut() -> Result<T, ClientError>) -> Result<T, ClientError> {
+    let started = std::time::Instant::now();
     let mut last = ClientError::Transport("the daemon did not start".to_owned());
-    for _ in 0..START_RETRIES {
+    let mut said = false;
+    for tries in 1.. {
         std::thread::sleep(START_RETRY_DELAY);
         match attempt() {
             Err(error @ ClientError::Transport(_)) => last = error,
             answered => return answered,
         }
+        if tries >= START_RETRIES {
+            if started.elapsed() >= START_PATIENCE || !still_running(pid) {
+                break;
+            }
+            if !said {
+                said = true;
+                tracing::warn!(
+                    pid,
+                    "the daemon is still opening its store (a migration may be running); waiting"
+                );
+            }
+        }
     }
     Err(last)
+}
+
+/// Whether our child `pid` has not exited yet (an exited one is reaped here).
+fn still_running(pid: u32) -> bool {
+    let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) else {
+        return false;
+    };
+    matches!(
+        rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG),
+        Ok(None)
+    )
 }
 
 /// The data directory's daemon log.

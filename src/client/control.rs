@@ -20,7 +20,7 @@ use rustix::process::{Pid, Signal};
 use serde_json::Value;
 
 use super::ClientError;
-use super::autostart::Launcher;
+use super::autostart::{Launcher, retry_started};
 use super::socket::{PeerCredentials, SocketClient};
 use crate::net;
 use crate::paths::{Endpoint, Paths};
@@ -138,21 +138,21 @@ pub fn restart(paths: &Paths, endpoint: &Endpoint, launcher: &Launcher) -> Respo
     if let Err(error) = stop_daemon(&client, &request_id) {
         return Response::failure(request_id, error);
     }
-    if let Err(error) = launcher.spawn() {
-        return Response::failure(request_id, ErrorBody::new(error.code(), error.to_string()));
-    }
-    for _ in 0..POLLS {
-        std::thread::sleep(POLL_DELAY);
-        if let Ok(probe) = probe(&client, &request_id)
-            && probe.reported_pid().is_some()
-        {
-            return probe.response;
-        }
-    }
-    Response::failure(
-        request_id,
-        transport("the restarted daemon did not answer within 5 seconds".to_owned()),
-    )
+    let pid = match launcher.spawn() {
+        Ok(pid) => pid,
+        Err(error) => return Response::failure(request_id, ErrorBody::new(error.code(), error.to_string())),
+    };
+    // Waits as a client that started it would: longer while it is still opening its store.
+    let answered = retry_started(pid, || match probe(&client, &request_id) {
+        Ok(probe) if probe.reported_pid().is_some() => Ok(probe.response),
+        _ => Err(ClientError::Transport("no answer yet".to_owned())),
+    });
+    answered.unwrap_or_else(|_| {
+        Response::failure(
+            request_id,
+            transport("the restarted daemon did not answer (its log in the data directory says why)".to_owned()),
+        )
+    })
 }
 
 fn require_default(paths: &Paths, endpoint: &Endpoint, verb: &str) -> Result<(), ErrorBody> {

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::client::autostart::{Launcher, START_RETRIES, START_RETRY_DELAY};
+use crate::client::autostart::{Launcher, retry_started};
 use crate::client::socket::{SocketClient, SocketSession};
 use crate::client::{ClientError, encode};
 use crate::paths::{Endpoint, Paths};
@@ -109,23 +109,16 @@ impl Link {
     /// Starts the default daemon and retries on fresh sessions while nothing answers, as
     /// [`crate::client::autostart::Autostart`] does.
     fn start_and_retry(&self, body: &[u8]) -> Result<Response, ClientError> {
-        if let Some(launcher) = &self.launcher {
-            launcher.spawn()?;
-        }
-        let mut last = ClientError::Transport("the daemon did not start".to_owned());
-        for _ in 0..START_RETRIES {
-            std::thread::sleep(START_RETRY_DELAY);
+        let Some(launcher) = &self.launcher else {
+            return Err(ClientError::Transport("no daemon answered".to_owned()));
+        };
+        let pid = launcher.spawn()?;
+        retry_started(pid, || {
             let mut session = self.client.session();
-            match session.exchange_raw(body) {
-                Err(error @ ClientError::Transport(_)) => last = error,
-                Ok(response) => {
-                    self.put_back(session);
-                    return Ok(response);
-                }
-                Err(error) => return Err(error),
-            }
-        }
-        Err(last)
+            let response = session.exchange_raw(body)?;
+            self.put_back(session);
+            Ok(response)
+        })
     }
 
     /// The most recently used session if it is still fresh; closes every stale one.
