@@ -100,12 +100,11 @@ fn verify_returns_string_issues_and_structured_details() {
     assert!(line.starts_with(&format!("blob_missing: {hash}: ")), "{line}");
 }
 
-#[test]
-fn reindex_rebuilds_the_projection_without_a_commit() {
-    let f = fixture();
-    put(&f.service, "alpha");
-    put(&f.service, "beta");
-    let response = call(&f.service, "reindex", json!({}));
+backend_test!(fn reindex_rebuilds_the_projection_without_a_commit(store) {
+    let (service, _keep) = store.into_parts();
+    put(&service, "alpha");
+    put(&service, "beta");
+    let response = call(&service, "reindex", json!({}));
     assert!(response.ok);
     assert_eq!(response.commit_seq, None);
     let result = response.result.unwrap();
@@ -113,16 +112,18 @@ fn reindex_rebuilds_the_projection_without_a_commit() {
     assert_eq!(result["reindexed_claim_revisions"], 0);
     assert_eq!(result["removed_orphan_rows"], 0);
     assert_eq!(result["last_commit_seq"], 2);
-}
+    let found = ok(&service, "search", json!({"query": "beta"}));
+    assert_eq!(found["hits"].as_array().unwrap().len(), 1, "{found}");
+});
 
-#[test]
-fn backup_create_refuses_relative_and_existing_destinations() {
-    let f = fixture();
-    let relative = call(&f.service, "backup.create", json!({"destination": "bk"}));
+backend_test!(fn backup_create_refuses_relative_and_existing_destinations(store) {
+    let (service, _keep) = store.into_parts();
+    let dir = tempfile::tempdir().unwrap();
+    let relative = call(&service, "backup.create", json!({"destination": "bk"}));
     assert_eq!(relative.error.unwrap().code, ErrorCode::InvalidRequest);
-    let taken = f.dir.path().join("taken");
+    let taken = dir.path().join("taken");
     std::fs::create_dir(&taken).unwrap();
-    let existing = call(&f.service, "backup.create", json!({"destination": taken}));
+    let existing = call(&service, "backup.create", json!({"destination": taken}));
     let error = existing.error.unwrap();
     assert_eq!(error.code, ErrorCode::InvalidRequest);
     assert_eq!(
@@ -132,7 +133,7 @@ fn backup_create_refuses_relative_and_existing_destinations() {
             taken.display()
         )
     );
-}
+});
 
 #[test]
 fn backup_then_restore_finds_every_acknowledged_entity() {
