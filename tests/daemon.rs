@@ -420,15 +420,22 @@ fn doctor_reports_the_binary_version_and_who_owns_the_daemons_lifecycle() {
     );
 }
 
-#[test]
-fn autostart_runs_memoree_serve_when_no_daemon_executable_sits_beside_memoree() {
-    let home = TempHome::new();
-    // The same `memoree`, linked into a directory without `memoree-daemon`.
+/// The `memoree` under test, linked (or copied) alone into a fresh directory: autostart
+/// looks for `memoree-daemon` beside it there.
+fn memoree_alone() -> (tempfile::TempDir, std::path::PathBuf) {
     let bin_dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let memoree = bin_dir.path().join("memoree");
     if std::fs::hard_link(crate::support::BIN, &memoree).is_err() {
         std::fs::copy(crate::support::BIN, &memoree).unwrap();
     }
+    (bin_dir, memoree)
+}
+
+#[test]
+fn autostart_runs_memoree_serve_when_no_daemon_executable_sits_beside_memoree() {
+    let home = TempHome::new();
+    // The same `memoree`, linked into a directory without `memoree-daemon`.
+    let (_bin_dir, memoree) = memoree_alone();
     let body = serde_json::to_vec(&request("capabilities", json!({}))).unwrap();
     let output = home.output(&mut home.command_of(&memoree, &["call"]), Some(&body));
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
@@ -456,11 +463,7 @@ fn a_client_waits_for_a_daemon_that_is_still_opening_its_store_past_the_usual_th
     // (a full-text rebuild) takes seconds. Stand-in: a `memoree-daemon` beside `memoree` that
     // takes four seconds before it runs the real one.
     let home = TempHome::new();
-    let bin_dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let memoree = bin_dir.path().join("memoree");
-    if std::fs::hard_link(crate::support::BIN, &memoree).is_err() {
-        std::fs::copy(crate::support::BIN, &memoree).unwrap();
-    }
+    let (bin_dir, memoree) = memoree_alone();
     let slow = bin_dir.path().join("memoree-daemon");
     let real = std::fs::canonicalize(crate::support::DAEMON_BIN).unwrap();
     std::fs::write(&slow, format!("#!/bin/sh\nsleep 4\nexec '{}' \"$@\"\n", real.display())).unwrap();
