@@ -5,12 +5,12 @@
 //! **Invariant:** FTS5 expressions hold only double-quoted folded words (a quote inside a
 //! word is doubled), joined by `AND`/`OR` and parentheses; no user text becomes syntax.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::analyze::{Analysis, Unit, UnitKind};
 use super::qualify::{Policy, PolicyVersion, UnitWeight};
 use super::stem::stem;
-use super::text::Word;
+use super::text::Words;
 use super::vocabulary::{Expansion, MatchKind, Vocabulary};
 
 /// Above this many minimal qualifying combinations the candidate expression falls back to
@@ -127,7 +127,7 @@ impl Plan {
             });
         }
         let policy = Policy::new(version, &analysis, &units.iter().map(|u| u.weight).collect::<Vec<_>>());
-        let mut terms: HashMap<String, Vec<(usize, MatchKind)>> = HashMap::new();
+        let mut terms: HashMap<String, Vec<(usize, MatchKind)>> = HashMap::default();
         for (index, planned) in units.iter().enumerate() {
             if planned.unit.words.len() == 1 && planned.unit.kind == UnitKind::Word {
                 for (term, kind) in &planned.expansion.terms {
@@ -137,7 +137,7 @@ impl Plan {
                 terms.entry(first.clone()).or_default().push((index, MatchKind::Exact));
             }
         }
-        let mut highlights = HashMap::new();
+        let mut highlights = HashMap::default();
         for word in &analysis.ignored {
             if !terms.contains_key(word) {
                 let next = units.len() + highlights.len();
@@ -161,47 +161,43 @@ impl Plan {
 
     /// Highlight-only occurrences of the query's function words in `words`, as
     /// `(index, position, 1)` with indexes after the units (see [`Plan::unit_scores`]).
-    pub fn highlight_instances(&self, words: &[Word]) -> Vec<(usize, usize, usize)> {
+    pub fn highlight_instances(&self, words: &Words) -> Vec<(usize, usize, usize)> {
         if self.highlights.is_empty() {
             return Vec::new();
         }
-        words
-            .iter()
-            .enumerate()
-            .filter_map(|(position, word)| self.highlights.get(&word.folded).map(|&i| (i, position, 1)))
+        (0..words.len())
+            .filter_map(|position| self.highlights.get(words.folded(position)).map(|&i| (i, position, 1)))
             .collect()
     }
 
     /// Checks one text (its folded words) against every unit.
-    pub fn match_words(&self, words: &[Word]) -> TextMatch {
+    pub fn match_words(&self, words: &Words) -> TextMatch {
         let mut result = TextMatch {
             units: vec![None; self.units.len()],
             instances: Vec::new(),
         };
-        for (position, word) in words.iter().enumerate() {
-            if let Some(candidates) = self.terms.get(&word.folded) {
+        for position in 0..words.len() {
+            let word = words.folded(position);
+            if let Some(candidates) = self.terms.get(word) {
                 for &(index, kind) in candidates {
                     let unit = &self.units[index].unit;
                     let len = unit.words.len();
                     if len > 1 || unit.kind != UnitKind::Word {
                         let matches = words.len() >= position + len
-                            && words[position..position + len]
-                                .iter()
-                                .zip(&unit.words)
-                                .all(|(w, u)| w.folded == *u);
+                            && (0..len).all(|offset| words.folded(position + offset) == unit.words[offset]);
                         if !matches {
                             continue;
                         }
                     }
-                    record(&mut result, index, kind, &word.folded, position, len);
+                    record(&mut result, index, kind, word, position, len);
                 }
                 continue;
             }
             // Inflections the vocabulary did not list (it may lag behind new writes).
             for (index, planned) in self.units.iter().enumerate() {
                 let Some((stem, prefix)) = &planned.stem else { continue };
-                if word.folded.starts_with(prefix.as_str()) && super::stem::stem(&word.folded) == *stem {
-                    record(&mut result, index, MatchKind::Inflection, &word.folded, position, 1);
+                if word.starts_with(prefix.as_str()) && super::stem::stem(word) == *stem {
+                    record(&mut result, index, MatchKind::Inflection, word, position, 1);
                 }
             }
         }

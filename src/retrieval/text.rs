@@ -7,11 +7,60 @@ use unicode_normalization::UnicodeNormalization;
 use unicode_normalization::char::is_combining_mark;
 
 /// One word of a text: its byte range and folded form.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Word {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Word<'w> {
     pub start: usize,
     pub end: usize,
-    pub folded: String,
+    pub folded: &'w str,
+}
+
+/// The words of one text: their byte ranges, and their folded forms in one buffer (no
+/// allocation per word: the match check reads every candidate's whole body).
+#[derive(Clone, Debug, Default)]
+pub struct Words {
+    /// Byte range of each word in the text.
+    pub spans: Vec<(usize, usize)>,
+    /// The folded forms, concatenated.
+    folded: String,
+    /// Each word's range in `folded`; `None` when it is its span (an ASCII text, folded in
+    /// place).
+    ranges: Option<Vec<(usize, usize)>>,
+}
+
+impl Words {
+    /// How many words the text has.
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// Whether the text has no word.
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// The folded form of word `index`.
+    pub fn folded(&self, index: usize) -> &str {
+        let (start, end) = match &self.ranges {
+            Some(ranges) => ranges[index],
+            None => self.spans[index],
+        };
+        &self.folded[start..end]
+    }
+
+    /// Word `index` with its range and folded form.
+    pub fn get(&self, index: usize) -> Option<Word<'_>> {
+        let &(start, end) = self.spans.get(index)?;
+        Some(Word {
+            start,
+            end,
+            folded: self.folded(index),
+        })
+    }
+
+    /// The words in text order.
+    pub fn iter(&self) -> impl Iterator<Item = Word<'_>> {
+        (0..self.len()).filter_map(|index| self.get(index))
+    }
 }
 
 /// Whether `c` belongs to a word.
@@ -33,7 +82,10 @@ pub fn fold(word: &str) -> String {
 
 /// The byte ranges of the words of `text`.
 pub fn word_spans(text: &str) -> Vec<(usize, usize)> {
-    let mut spans = Vec::new();
+    if text.is_ascii() {
+        return ascii_word_spans(text.as_bytes());
+    }
+    let mut spans = Vec::with_capacity(text.len() / 6);
     let mut start = None;
     for (offset, c) in text.char_indices() {
         match (is_word_char(c), start) {
@@ -51,16 +103,54 @@ pub fn word_spans(text: &str) -> Vec<(usize, usize)> {
     spans
 }
 
+/// [`word_spans`] of an ASCII text, where a word character is an ASCII letter or digit.
+fn ascii_word_spans(bytes: &[u8]) -> Vec<(usize, usize)> {
+    let mut spans = Vec::with_capacity(bytes.len() / 6);
+    let mut start = None;
+    for (offset, byte) in bytes.iter().enumerate() {
+        match (byte.is_ascii_alphanumeric(), start) {
+            (true, None) => start = Some(offset),
+            (false, Some(begin)) => {
+                spans.push((begin, offset));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(begin) = start {
+        spans.push((begin, bytes.len()));
+    }
+    spans
+}
+
 /// The words of `text` with their folded forms.
-pub fn words(text: &str) -> Vec<Word> {
-    word_spans(text)
-        .into_iter()
-        .map(|(start, end)| Word {
-            start,
-            end,
-            folded: fold(&text[start..end]),
-        })
-        .collect()
+pub fn words(text: &str) -> Words {
+    let spans = word_spans(text);
+    if text.is_ascii() {
+        // ASCII folds byte for byte: the folded words sit at the same offsets.
+        return Words {
+            spans,
+            folded: text.to_ascii_lowercase(),
+            ranges: None,
+        };
+    }
+    let mut folded = String::with_capacity(text.len());
+    let mut ranges = Vec::with_capacity(spans.len());
+    for &(start, end) in &spans {
+        let from = folded.len();
+        let word = &text[start..end];
+        if word.is_ascii() {
+            folded.extend(word.chars().map(|c| c.to_ascii_lowercase()));
+        } else {
+            folded.push_str(&fold(word));
+        }
+        ranges.push((from, folded.len()));
+    }
+    Words {
+        spans,
+        folded,
+        ranges: Some(ranges),
+    }
 }
 
 /// The folded words of `text`, without positions.
@@ -89,7 +179,36 @@ mod tests {
         let text = "é-x";
         let found = words(text);
         assert_eq!(found.len(), 2);
-        assert_eq!(&text[found[0].start..found[0].end], "é");
-        assert_eq!(found[0].folded, "e");
+        let first = found.get(0).unwrap();
+        assert_eq!(&text[first.start..first.end], "é");
+        assert_eq!(first.folded, "e");
+    }
+
+    /// The words of `text` the slow way: every character checked, every word folded alone.
+    fn words_one_by_one(text: &str) -> Vec<(usize, usize, String)> {
+        let mut found = Vec::new();
+        let mut start = None;
+        for (offset, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+            match (is_word_char(c), start) {
+                (true, None) => start = Some(offset),
+                (false, Some(begin)) => {
+                    found.push((begin, offset, fold(&text[begin..offset])));
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        found
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn words_fold_into_one_buffer_exactly_as_each_word_folds_alone(
+            text in "[a-zA-Z0-9 .,_-]{0,80}|\\PC{0,40}|[a-zé É東京ß0-9 -]{0,40}"
+        ) {
+            let found: Vec<(usize, usize, String)> =
+                words(&text).iter().map(|w| (w.start, w.end, w.folded.to_owned())).collect();
+            proptest::prop_assert_eq!(found, words_one_by_one(&text));
+        }
     }
 }

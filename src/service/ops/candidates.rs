@@ -19,7 +19,7 @@ use crate::retrieval::diversity::Fingerprint;
 use crate::retrieval::plan::{Plan, TextMatch};
 use crate::retrieval::qualify::{PolicyVersion, Qualification, qualify};
 use crate::retrieval::snippet::Instance;
-use crate::retrieval::text::{Word, words};
+use crate::retrieval::text::words;
 use crate::retrieval::{MatchKind, rank};
 use crate::retrieval::{corpus, profile};
 use crate::service::Service;
@@ -323,9 +323,11 @@ fn examine_artifact(
     let mut body_instances = Vec::new();
     let body = if is_indexable_media_type(&row.media_type) {
         let bytes = row.read_content(service.store().blob_source())?;
-        let exact_bytes = std::str::from_utf8(&bytes).is_ok();
-        let text = String::from_utf8_lossy(&bytes).into_owned();
-        let body_words: Vec<Word> = words(&text);
+        let (text, exact_bytes) = match String::from_utf8(bytes) {
+            Ok(text) => (text, true),
+            Err(invalid) => (String::from_utf8_lossy(invalid.as_bytes()).into_owned(), false),
+        };
+        let body_words = words(&text);
         let body_match = plan.match_words(&body_words);
         length += body_words.len();
         body_instances.clone_from(&body_match.instances);
@@ -342,7 +344,7 @@ fn examine_artifact(
         instances.sort_by_key(|i| (i.position, i.phrase));
         matched.merge_units(&body_match);
         Some(Body {
-            spans: body_words.iter().map(|w| (w.start, w.end)).collect(),
+            spans: body_words.spans,
             text,
             instances,
             exact_bytes,

@@ -565,7 +565,7 @@ fn evidence_window(plan: &Plan, text: &str, max_bytes: usize) -> (usize, usize) 
     let Some(&(_, position, len)) = best else {
         return head;
     };
-    let (match_start, match_end) = (text_words[position].start, text_words[position + len - 1].end);
+    let (match_start, match_end) = (text_words.spans[position].0, text_words.spans[position + len - 1].1);
     if match_end - match_start > max_bytes {
         return head;
     }

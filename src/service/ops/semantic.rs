@@ -102,10 +102,10 @@ fn names_unknown(names: &[String], plan: &Plan) -> bool {
 /// place, a product. Similarity never stands in for one.
 pub(super) fn names(query: &str) -> Vec<String> {
     crate::retrieval::text::words(query)
-        .into_iter()
+        .iter()
         .skip(1)
         .filter(|w| query[w.start..w.end].chars().next().is_some_and(char::is_uppercase))
-        .map(|w| w.folded)
+        .map(|w| w.folded.to_owned())
         .collect()
 }
 
