@@ -85,7 +85,7 @@ pub fn word_spans(text: &str) -> Vec<(usize, usize)> {
     if text.is_ascii() {
         return ascii_word_spans(text.as_bytes());
     }
-    let mut spans = Vec::with_capacity(text.len() / 6);
+    let mut spans = Vec::with_capacity(text.len() / 4);
     let mut start = None;
     for (offset, c) in text.char_indices() {
         match (is_word_char(c), start) {
@@ -105,7 +105,7 @@ pub fn word_spans(text: &str) -> Vec<(usize, usize)> {
 
 /// [`word_spans`] of an ASCII text, where a word character is an ASCII letter or digit.
 fn ascii_word_spans(bytes: &[u8]) -> Vec<(usize, usize)> {
-    let mut spans = Vec::with_capacity(bytes.len() / 6);
+    let mut spans = Vec::with_capacity(bytes.len() / 4);
     let mut start = None;
     for (offset, byte) in bytes.iter().enumerate() {
         match (byte.is_ascii_alphanumeric(), start) {

@@ -266,24 +266,7 @@ impl Filter {
             params.push(SqlValue::Integer(prefix_len as i64));
             phase_one(conn, &sql, params)?
         };
-        let seqs = serde_json::Value::from(prefix.iter().map(|(seq, _)| *seq).collect::<Vec<_>>()).to_string();
-        let mut params = vec![SqlValue::Text(seqs)];
-        params.extend(self.params.iter().cloned());
-        let sql = format!(
-            "SELECT r.seq FROM {revisions} r {entity_join}
-             WHERE r.seq IN ({seqs}) AND {clauses}",
-            revisions = self.revisions,
-            entity_join = self.entity_join,
-            seqs = integer_set(conn),
-            clauses = self.clauses,
-        );
-        let passing: std::collections::HashSet<i64> =
-            conn.query_values(&sql, &params, |r| r.get(0))?.into_iter().collect();
-        let survivors: Vec<(i64, f64)> = prefix
-            .iter()
-            .copied()
-            .filter(|(seq, _)| passing.contains(seq))
-            .collect();
+        let survivors = self.survivors(conn, &prefix, query.cap)?;
         if survivors.len() >= query.cap || prefix.len() < prefix_len {
             return Ok(survivors.into_iter().take(query.cap).collect());
         }
@@ -301,6 +284,45 @@ impl Filter {
             clauses = self.clauses,
         );
         phase_one(conn, &sql, params)
+    }
+
+    /// The first `cap` rows of `prefix` (in its order) that pass the filter.
+    ///
+    /// On SQLite the prefix is the outer loop (`CROSS JOIN` fixes the join order) and the
+    /// scan stops at the `cap`-th survivor, so a filter that passes most rows looks up
+    /// `cap` of them, not the whole prefix. PostgreSQL filters the prefix as a set.
+    fn survivors(&self, conn: Db<'_>, prefix: &[(i64, f64)], cap: usize) -> StoreResult<Vec<(i64, f64)>> {
+        let seqs = serde_json::Value::from(prefix.iter().map(|(seq, _)| *seq).collect::<Vec<_>>()).to_string();
+        let mut params = vec![SqlValue::Text(seqs)];
+        params.extend(self.params.iter().cloned());
+        let sql = match conn.dialect() {
+            Dialect::Sqlite => {
+                params.push(SqlValue::Integer(cap as i64));
+                format!(
+                    "SELECT r.seq FROM json_each(?) p CROSS JOIN {revisions} r ON r.seq = p.value {entity_join}
+                     WHERE {clauses} LIMIT ?",
+                    revisions = self.revisions,
+                    entity_join = self.entity_join,
+                    clauses = self.clauses,
+                )
+            }
+            Dialect::Postgres => format!(
+                "SELECT r.seq FROM {revisions} r {entity_join}
+                 WHERE r.seq IN ({seqs}) AND {clauses}",
+                revisions = self.revisions,
+                entity_join = self.entity_join,
+                seqs = integer_set(conn),
+                clauses = self.clauses,
+            ),
+        };
+        let passing: std::collections::HashSet<i64> =
+            conn.query_values(&sql, &params, |r| r.get(0))?.into_iter().collect();
+        Ok(prefix
+            .iter()
+            .copied()
+            .filter(|(seq, _)| passing.contains(seq))
+            .take(cap)
+            .collect())
     }
 }
 

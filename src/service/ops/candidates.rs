@@ -274,6 +274,7 @@ fn fetch(
         Table::Artifacts => {
             let rows = store_search::artifact_candidates(conn, &query)?;
             count = rows.len();
+            examined.reserve(count);
             seen.extend(skip(table, &rows.iter().map(|c| c.row.seq).collect::<Vec<_>>())?);
             for candidate in rows {
                 if seen.insert(candidate.row.seq) {
@@ -284,6 +285,7 @@ fn fetch(
         Table::Claims => {
             let rows = store_search::claim_candidates(conn, &query)?;
             count = rows.len();
+            examined.reserve(count);
             seen.extend(skip(table, &rows.iter().map(|c| c.row.seq).collect::<Vec<_>>())?);
             for candidate in rows {
                 if !seen.insert(candidate.row.seq) {
