@@ -44,34 +44,43 @@ fn put(service: &Service, text: &str) -> Value {
     )
 }
 
-#[test]
-fn doctor_reports_typed_health_for_this_process() {
-    let f = fixture();
-    put(&f.service, "one");
-    let doctor = ok(&f.service, "doctor", json!({}));
+backend_test!(fn doctor_reports_typed_health_for_this_process(store) {
+    let (service, _keep) = store.into_parts();
+    // What differs between the stores: its name, its full-text engine and its schema
+    // numbering (each backend migrates its own way); large content in the CAS or the
+    // database. Everything else is the same report.
+    let (authoritative, retrieval_mode, schema_version) = match service.store().postgres() {
+        None => ("sqlite_wal", "fts5", crate::store::SCHEMA_VERSION),
+        Some(_) => ("postgresql", "postgresql_fts", crate::store::pg::SCHEMA_VERSION),
+    };
+    put(&service, "one");
+    put(&service, &"x".repeat(20_000));
+    let doctor = ok(&service, "doctor", json!({}));
     assert_eq!(doctor["status"], "ok");
     assert_eq!(doctor["running"], true);
     assert_eq!(doctor["daemon_pid"], std::process::id());
-    assert_eq!(doctor["authoritative_store"], "sqlite_wal");
-    assert_eq!(doctor["retrieval_mode"], "fts5");
-    assert_eq!(doctor["last_commit_seq"], 1);
-    assert_eq!(doctor["schema_version"], crate::store::SCHEMA_VERSION);
-    assert!(doctor["database_bytes"].as_u64().unwrap() > 0);
-    assert_eq!(doctor["blob_count"], 0);
+    assert_eq!(doctor["authoritative_store"], authoritative);
+    assert_eq!(doctor["retrieval_mode"], retrieval_mode);
+    assert_eq!(doctor["last_commit_seq"], 2);
+    assert_eq!(doctor["schema_version"], schema_version);
+    assert!(doctor["database_bytes"].as_u64().unwrap() > 0, "{doctor}");
+    assert_eq!(doctor["blob_count"], 1, "{doctor}");
+    assert!(doctor["blob_bytes"].as_u64().unwrap() > 0, "{doctor}");
     assert!(doctor["disk_free_bytes"].as_u64().unwrap() > 0);
     assert_eq!(doctor["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(doctor["binary_version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(doctor["lifecycle_owner"], "external");
+    assert!(doctor.get("store_outage").is_none_or(Value::is_null), "{doctor}");
 
     let daemon = Service::new(
-        f.service.store().clone(),
+        service.store().clone(),
         Runtime {
             daemon_pid: Some(4242),
             ..Runtime::default()
         },
     );
     assert_eq!(ok(&daemon, "doctor", json!({}))["daemon_pid"], 4242);
-}
+});
 
 #[test]
 fn verify_returns_string_issues_and_structured_details() {
