@@ -83,32 +83,27 @@ pub fn fold(word: &str) -> String {
 /// The byte ranges of the words of `text`.
 pub fn word_spans(text: &str) -> Vec<(usize, usize)> {
     if text.is_ascii() {
-        return ascii_word_spans(text.as_bytes());
+        // ASCII letters and digits are exactly the alphanumeric ASCII characters.
+        let bytes = text.as_bytes().iter().enumerate();
+        spans(
+            bytes.map(|(offset, byte)| (offset, byte.is_ascii_alphanumeric())),
+            text.len(),
+        )
+    } else {
+        spans(
+            text.char_indices().map(|(offset, c)| (offset, is_word_char(c))),
+            text.len(),
+        )
     }
-    let mut spans = Vec::with_capacity(text.len() / 4);
-    let mut start = None;
-    for (offset, c) in text.char_indices() {
-        match (is_word_char(c), start) {
-            (true, None) => start = Some(offset),
-            (false, Some(begin)) => {
-                spans.push((begin, offset));
-                start = None;
-            }
-            _ => {}
-        }
-    }
-    if let Some(begin) = start {
-        spans.push((begin, text.len()));
-    }
-    spans
 }
 
-/// [`word_spans`] of an ASCII text, where a word character is an ASCII letter or digit.
-fn ascii_word_spans(bytes: &[u8]) -> Vec<(usize, usize)> {
-    let mut spans = Vec::with_capacity(bytes.len() / 4);
+/// The maximal runs of word characters among `(offset, is a word character)` of a text of
+/// `len` bytes.
+fn spans(characters: impl Iterator<Item = (usize, bool)>, len: usize) -> Vec<(usize, usize)> {
+    let mut spans = Vec::with_capacity(len / 4);
     let mut start = None;
-    for (offset, byte) in bytes.iter().enumerate() {
-        match (byte.is_ascii_alphanumeric(), start) {
+    for (offset, is_word) in characters {
+        match (is_word, start) {
             (true, None) => start = Some(offset),
             (false, Some(begin)) => {
                 spans.push((begin, offset));
@@ -118,7 +113,7 @@ fn ascii_word_spans(bytes: &[u8]) -> Vec<(usize, usize)> {
         }
     }
     if let Some(begin) = start {
-        spans.push((begin, bytes.len()));
+        spans.push((begin, len));
     }
     spans
 }
