@@ -690,3 +690,5 @@ impl Bm25Baseline {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod vector_only;
