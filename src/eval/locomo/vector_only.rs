@@ -81,11 +81,17 @@ fn unmatched_turns(embedder: &Embedder, indexed: &Indexed<'_>, question: &str) -
 
 #[test]
 #[ignore = "a measurement on ../shared (LoCoMo dev, potion-base-8M); run by hand"]
+#[allow(clippy::print_stdout)] // the measured table, for BENCHMARKS.md
 fn vector_only_candidates_on_locomo_dev() {
     let shared = crate::testkit::parts::shared_dir();
     let (data, model) = (shared.join("data/locomo-dev"), shared.join("models/potion-base-8M"));
     if !data.is_dir() || !model.is_dir() {
-        eprintln!("skipped: {} or {} is missing", data.display(), model.display());
+        let why = format!("{} or {} is absent", data.display(), model.display());
+        crate::testkit::parts::skip(
+            crate::testkit::parts::Part::Shared,
+            "vector_only_candidates_on_locomo_dev",
+            &why,
+        );
         return;
     }
     let embedder = Embedder::load(&model, None).unwrap();
