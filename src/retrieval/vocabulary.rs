@@ -57,7 +57,7 @@ pub struct Expansion {
 }
 
 /// Every term of the index with its document frequency (rows of either FTS table).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Vocabulary {
     terms: BTreeMap<String, u32>,
     /// Rows indexed (artifact and claim revisions).

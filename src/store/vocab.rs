@@ -8,7 +8,6 @@
 //! ahead of it, which only adds candidate terms that find nothing); a failed refresh leaves
 //! the previous vocabulary in place; nothing here writes to the database.
 
-use std::collections::HashSet;
 use std::sync::{Mutex, RwLock};
 
 use rusqlite::{Connection, OpenFlags};
@@ -20,7 +19,7 @@ use super::artifact::{self, is_indexable_media_type};
 use super::error::StoreResult;
 use crate::blob::Digest;
 use crate::retrieval::corpus::CorpusStats;
-use crate::retrieval::text::folded_words;
+use crate::retrieval::text::{Words, words};
 use crate::retrieval::vocabulary::Vocabulary;
 use crate::store::StoreError;
 
@@ -249,7 +248,11 @@ fn add_revisions_in(
         None => vec![&artifact_seq],
         Some(_) => vec![&artifact_seq, &set],
     };
-    let revisions = conn.query_all(
+    // Document frequencies of this pass, added to the vocabulary once at the end: a hash
+    // lookup per distinct word of a revision instead of an ordered-map search, and each
+    // revision's words folded into one buffer (`text::words`), never one string per word.
+    let mut counts = DocumentFrequencies::default();
+    conn.for_each(
         &format!(
             "SELECT seq, id, title, media_type, body_indexed, blob_hash, blob_size, inline_blob, inline_encoding
              FROM artifact_revisions WHERE seq > ?1{artifact_scope} ORDER BY seq"
@@ -259,8 +262,7 @@ fn add_revisions_in(
             let revision: String = row.get(1)?;
             let title: String = row.get(2)?;
             let media_type: String = row.get(3)?;
-            let mut words = folded_words(&title);
-            if row.get::<bool>(4)? && is_indexable_media_type(&media_type) {
+            let body = if row.get::<bool>(4)? && is_indexable_media_type(&media_type) {
                 let hash: String = row.get(5)?;
                 let size = row.get::<i64>(6)?.max(0) as u64;
                 let digest = Digest::parse(&hash)
@@ -269,39 +271,58 @@ fn add_revisions_in(
                     Some(stored) => artifact::read_inline(&digest, size, &stored, row.get(8)?)?,
                     None => store.blob_source().get_blob(&digest, size)?,
                 };
-                words.extend(folded_words(&String::from_utf8_lossy(&bytes)));
-            }
-            let count = words.len() as u64;
-            Ok((words.into_iter().collect::<HashSet<String>>(), count))
+                String::from_utf8_lossy(&bytes).into_owned()
+            } else {
+                String::new()
+            };
+            tokens += counts.add_document(&[&words(&title), &words(&body)]);
+            added += 1;
+            Ok(())
         },
     )?;
-    for (terms, count) in revisions {
-        for term in terms {
-            vocabulary.add_term(&term, 1);
-        }
-        tokens += count;
-        added += 1;
-    }
     let claim_params: Vec<&dyn super::db::Param> = match workspaces {
         None => vec![&claim_seq],
         Some(_) => vec![&claim_seq, &set],
     };
-    let statements = conn.query_all(
+    conn.for_each(
         &format!("SELECT statement FROM claim_revisions WHERE seq > ?1{claim_scope} ORDER BY seq"),
         &claim_params,
-        |row| row.get::<String>(0),
+        |row| {
+            tokens += counts.add_document(&[&words(&row.get::<String>(0)?)]);
+            added += 1;
+            Ok(())
+        },
     )?;
-    for statement in statements {
-        let words = folded_words(&statement);
-        tokens += words.len() as u64;
-        let terms: HashSet<String> = words.into_iter().collect();
-        for term in terms {
-            vocabulary.add_term(&term, 1);
-        }
-        added += 1;
+    for (term, df) in counts.terms {
+        vocabulary.add_term(&term, df);
     }
     vocabulary.add_rows(added);
     Ok(tokens)
+}
+
+/// Document frequencies gathered by one pass over revisions.
+#[derive(Default)]
+struct DocumentFrequencies {
+    terms: rustc_hash::FxHashMap<String, u32>,
+}
+
+impl DocumentFrequencies {
+    /// Counts each distinct word of one document's `fields` once; returns its word count.
+    fn add_document(&mut self, fields: &[&Words]) -> u64 {
+        let mut distinct: Vec<&str> = fields.iter().flat_map(|f| (0..f.len()).map(|i| f.folded(i))).collect();
+        let count = distinct.len() as u64;
+        distinct.sort_unstable();
+        distinct.dedup();
+        for term in distinct {
+            match self.terms.get_mut(term) {
+                Some(df) => *df = df.saturating_add(1),
+                None => {
+                    self.terms.insert(term.to_owned(), 1);
+                }
+            }
+        }
+        count
+    }
 }
 
 /// A vocabulary of some workspaces (see [`ScopedVocabularies`]) and where it was built.
@@ -378,5 +399,40 @@ impl ScopedVocabularies {
             tokens: scoped.tokens,
         };
         Ok(f(&scoped.vocabulary, stats))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::test_seed::TestStore;
+
+    #[test]
+    fn counting_revisions_gives_the_vocabulary_the_full_text_index_has() {
+        let t = TestStore::new();
+        let source = t.put(
+            "Release keys",
+            "The release key was rotated; keys rotate yearly.".as_bytes(),
+        );
+        t.put(
+            "Café notes",
+            "Résumé of the CAFÉ meeting: v0.2.0 ships, 東京 office. café!".as_bytes(),
+        );
+        t.put("Large", "rotation schedule ".repeat(400).as_bytes());
+        t.put("", b"");
+        t.assert_claim("The release key rotates yearly", &source, (0, 11));
+        let indexed = build(&t.store).unwrap().vocabulary;
+        let counted = t
+            .store
+            .read_db(|conn| {
+                let mut vocabulary = Vocabulary::new();
+                add_revisions(&t.store, conn, &mut vocabulary, 0, 0)?;
+                Ok(vocabulary)
+            })
+            .unwrap();
+        assert_eq!(counted, indexed);
+        assert_eq!(counted.df("release"), 2, "{counted:?}"); // one artifact (title and body) and the claim
+        assert_eq!(counted.df("cafe"), 1, "{counted:?}");
+        assert_eq!(counted.rows(), 5);
     }
 }
