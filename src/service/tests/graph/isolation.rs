@@ -36,9 +36,8 @@ fn recall(service: &Service, query: &str) -> Value {
     exchange(service)(&request)
 }
 
-#[test]
-fn recall_shows_a_foreign_cited_revision_as_its_locator_and_a_warning_only() {
-    let (_dir, admin) = sqlite();
+backend_test!(fn recall_shows_a_foreign_cited_revision_as_its_locator_and_a_warning_only(store) {
+    let (admin, _keep) = store.into_parts();
     let p = planted(&admin);
     let alice = restricted(&admin);
     // The excerpt window follows the query words: `password` sits next to the content canary.
@@ -69,11 +68,10 @@ fn recall_shows_a_foreign_cited_revision_as_its_locator_and_a_warning_only() {
     // The admin still gets the preview.
     let whole = recall(&admin, "billing exporter deployment credentials");
     assert!(whole.to_string().contains(CANARIES[0]), "{whole}");
-}
+});
 
-#[test]
-fn a_foreign_purged_id_is_outside_the_grant_before_it_is_purged() {
-    let (_dir, admin) = sqlite();
+backend_test!(fn a_foreign_purged_id_is_outside_the_grant_before_it_is_purged(store) {
+    let (admin, _keep) = store.into_parts();
     let p = planted(&admin);
     let alice = restricted(&admin);
     for input in [
@@ -88,11 +86,10 @@ fn a_foreign_purged_id_is_outside_the_grant_before_it_is_purged() {
             assert!(!text.contains(&p.purged_revision), "{text}");
         }
     }
-}
+});
 
-#[test]
-fn search_warns_only_about_purged_entities_the_grant_may_see() {
-    let (_dir, admin) = sqlite();
+backend_test!(fn search_warns_only_about_purged_entities_the_grant_may_see(store) {
+    let (admin, _keep) = store.into_parts();
     let p = planted(&admin);
     let alice = restricted(&admin);
     let request = json!({"request_id": "r", "op": "search", "context": isolation::own_context(),
@@ -102,7 +99,7 @@ fn search_warns_only_about_purged_entities_the_grant_may_see() {
     assert_eq!(response["warnings"], json!([]), "{response}");
     let whole = exchange(&admin)(&request);
     assert!(whole["warnings"].to_string().contains("PURGED"), "{whole}");
-}
+});
 
 fn sweep(admin: &Service) {
     let p = planted(admin);
@@ -111,17 +108,10 @@ fn sweep(admin: &Service) {
     assert!(ran > 100, "{ran}");
 }
 
-#[test]
-fn the_isolation_sweep_finds_no_foreign_byte_on_sqlite() {
-    let (_dir, admin) = sqlite();
+backend_test!(fn the_isolation_sweep_finds_no_foreign_byte(store) {
+    let (admin, _keep) = store.into_parts();
     sweep(&admin);
-}
-
-#[test]
-fn the_isolation_sweep_finds_no_foreign_byte_on_postgresql() {
-    let Some(f) = FrontEnds::start(1) else { return };
-    sweep(&f.services[0]);
-}
+});
 
 fn scores_with_and_without_foreign_rows(without: &Service, with: &Service) {
     isolation::plant_own(&exchange(without));
