@@ -30,8 +30,7 @@ const FREEZE: &str = "No changes on friday afternoons.";
 
 /// A runbook, a claim it is evidence of, a freeze note (each matches one unit of [`QUERY`]),
 /// and an artifact that matches every unit.
-fn seeded() -> (Fixture, Value, Value, Value) {
-    let f = fixture();
+fn seeded(f: Fixture) -> (Fixture, Value, Value, Value) {
     let runbook = f.put(&main_ctx(), "note", "Deploy runbook", RUNBOOK);
     let claim = f.claim(
         &main_ctx(),
@@ -56,9 +55,8 @@ fn retrieve(f: &Fixture, input: Value) -> Value {
     f.ok(Fixture::read_request(&main_ctx(), "memory.retrieve", input))
 }
 
-#[test]
-fn a_probe_leads_to_the_sources_of_unqualified_candidates_and_never_to_a_qualified_hit() {
-    let (f, runbook, _claim, answer) = seeded();
+backend_test!(fn a_probe_leads_to_the_sources_of_unqualified_candidates_and_never_to_a_qualified_hit(store) {
+    let (f, runbook, _claim, answer) = seeded(Fixture::on(store));
     let result = probe(&f, json!({"query": QUERY}));
     assert_eq!(result["content_is_untrusted"], true);
     assert_eq!(result["retrieval_tier"], "unqualified_candidate");
@@ -99,11 +97,10 @@ fn a_probe_leads_to_the_sources_of_unqualified_candidates_and_never_to_a_qualifi
     );
     assert_eq!(one["reformulation_applied"], true);
     assert_eq!(one["original_query"], "when do we deploy?");
-}
+});
 
-#[test]
-fn retrieve_recovers_exact_claim_evidence_only_while_no_claim_qualifies() {
-    let (f, runbook, _claim, answer) = seeded();
+backend_test!(fn retrieve_recovers_exact_claim_evidence_only_while_no_claim_qualifies(store) {
+    let (f, runbook, _claim, answer) = seeded(Fixture::on(store));
     let result = retrieve(&f, json!({"query": QUERY, "profile": true}));
     assert_eq!(result["presence"], "artifacts_only", "{result:#}");
     assert_eq!(result["claims"], json!([]));
@@ -154,7 +151,7 @@ fn retrieve_recovers_exact_claim_evidence_only_while_no_claim_qualifies() {
         "{answered:#}"
     );
     assert!(answered.get("profile").is_none());
-}
+});
 
 backend_test!(fn recovery_withholds_evidence_that_shares_no_word_with_the_question_and_keeps_to_its_budget(store) {
     let f = Fixture::on(store);
@@ -185,9 +182,8 @@ backend_test!(fn recovery_withholds_evidence_that_shares_no_word_with_the_questi
     assert_eq!(routed["presence"], "none");
 });
 
-#[test]
-fn a_question_about_the_current_source_gets_a_next_action_but_no_recovery() {
-    let (f, ..) = seeded();
+backend_test!(fn a_question_about_the_current_source_gets_a_next_action_but_no_recovery(store) {
+    let (f, ..) = seeded(Fixture::on(store));
     let result = retrieve(&f, json!({"query": "current implementation of deploys rollback"}));
     assert_eq!(
         result["query_analysis"]["retrieval_profile"]["intent_hint"],
@@ -199,11 +195,10 @@ fn a_question_about_the_current_source_gets_a_next_action_but_no_recovery() {
     );
     assert!(result.get("recovery").is_none(), "{result:#}");
     assert!(result["next_action"].is_object());
-}
+});
 
-#[test]
-fn probe_and_retrieve_refuse_out_of_range_bounds_and_a_reformulation_equal_to_the_query() {
-    let (f, ..) = seeded();
+backend_test!(fn probe_and_retrieve_refuse_out_of_range_bounds_and_a_reformulation_equal_to_the_query(store) {
+    let (f, ..) = seeded(Fixture::on(store));
     let refused = |op: &str, input: Value| {
         let error = f.err(Fixture::read_request(&main_ctx(), op, input));
         assert_eq!(error.code, ErrorCode::InvalidRequest, "{error:?}");
@@ -228,7 +223,7 @@ fn probe_and_retrieve_refuse_out_of_range_bounds_and_a_reformulation_equal_to_th
         json!({"query": QUERY, "horizon": "workspace"}),
     ));
     assert_eq!(error.code, ErrorCode::InvalidRequest);
-}
+});
 
 backend_test!(fn a_retrieve_that_routes_its_own_question_recovers_through_the_leads_a_probe_of_it_finds(store) {
     let f = Fixture::on(store);

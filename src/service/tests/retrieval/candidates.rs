@@ -8,8 +8,7 @@ use super::support::*;
 
 /// Two artifacts and two claims that each match part of "release keys vendor audit", and
 /// one of each that matches every word.
-fn seeded() -> (Fixture, Value, Value) {
-    let f = fixture();
+fn seeded(f: Fixture) -> (Fixture, Value, Value) {
     let answer = f.put(
         &main_ctx(),
         "note",
@@ -33,9 +32,8 @@ fn seeded() -> (Fixture, Value, Value) {
     (f, answer, claim)
 }
 
-#[test]
-fn recall_shows_no_candidates_unless_asked_but_counts_them_and_says_how_to_see_them() {
-    let (f, answer, claim) = seeded();
+backend_test!(fn recall_shows_no_candidates_unless_asked_but_counts_them_and_says_how_to_see_them(store) {
+    let (f, answer, claim) = seeded(Fixture::on(store));
     let recall = f.recall(&main_ctx(), json!({"query": "release keys vendor audit"}));
     assert_eq!(recall["presence"], "claims", "{recall:#}");
     assert_eq!(field(&recall["claims"], "claim_id"), [claim["claim_id"].clone()]);
@@ -72,11 +70,10 @@ fn recall_shows_no_candidates_unless_asked_but_counts_them_and_says_how_to_see_t
             .unwrap()
             .contains("suggestions, not memory")
     );
-}
+});
 
-#[test]
-fn recall_candidates_are_the_unqualified_matches_labelled_bounded_and_never_answers() {
-    let (f, answer, claim) = seeded();
+backend_test!(fn recall_candidates_are_the_unqualified_matches_labelled_bounded_and_never_answers(store) {
+    let (f, answer, claim) = seeded(Fixture::on(store));
     let asked = f.recall(
         &main_ctx(),
         json!({"query": "release keys vendor audit", "max_candidate_claims": 1,
@@ -129,11 +126,10 @@ fn recall_candidates_are_the_unqualified_matches_labelled_bounded_and_never_answ
             "{build:#}"
         );
     }
-}
+});
 
-#[test]
-fn recall_candidates_never_change_presence_none() {
-    let (f, _, _) = seeded();
+backend_test!(fn recall_candidates_never_change_presence_none(store) {
+    let (f, _, _) = seeded(Fixture::on(store));
     let recall = f.recall(
         &main_ctx(),
         json!({"query": "release vendor telescope orbit astronauts",
@@ -147,7 +143,7 @@ fn recall_candidates_never_change_presence_none() {
         !recall["candidate_artifact_refs"].as_array().unwrap().is_empty(),
         "{recall:#}"
     );
-}
+});
 
 backend_test!(fn recall_refuses_candidate_counts_outside_zero_to_sixteen(store) {
     let f = Fixture::on(store);

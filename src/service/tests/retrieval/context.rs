@@ -7,8 +7,7 @@ use super::support::*;
 
 /// A store with an artifact, a claim citing a span of it, a contradiction and an
 /// injection-flavoured artifact, all matching `ibis`.
-fn seeded() -> (Fixture, Value, Value, Value) {
-    let f = fixture();
+fn seeded(f: Fixture) -> (Fixture, Value, Value, Value) {
     let text = "Ibis runbook.\nStep one: drain the ibis queue before deploys.\n";
     let art = f.put(&main_ctx(), "runbook", "Ibis runbook", text);
     let start = text.find("drain the ibis queue").unwrap();
@@ -31,9 +30,8 @@ fn seeded() -> (Fixture, Value, Value, Value) {
     (f, claim, relation, art)
 }
 
-#[test]
-fn the_bundle_quotes_every_source_line_and_its_manifest_matches_the_rendering() {
-    let (f, claim, relation, art) = seeded();
+backend_test!(fn the_bundle_quotes_every_source_line_and_its_manifest_matches_the_rendering(store) {
+    let (f, claim, relation, art) = seeded(Fixture::on(store));
     let bundle = f.build(&main_ctx(), json!({"query": "ibis"}));
     assert_eq!(bundle["content_is_untrusted"], true);
     assert_eq!(bundle["max_bytes"], 16384);
@@ -99,11 +97,10 @@ fn the_bundle_quotes_every_source_line_and_its_manifest_matches_the_rendering() 
         ])
     );
     assert!(markdown.contains("Risk signals: instruction_override_language"));
-}
+});
 
-#[test]
-fn a_zero_budget_renders_nothing_and_counts_every_hit_as_omitted() {
-    let (f, ..) = seeded();
+backend_test!(fn a_zero_budget_renders_nothing_and_counts_every_hit_as_omitted(store) {
+    let (f, ..) = seeded(Fixture::on(store));
     let bundle = f.build(&main_ctx(), json!({"query": "ibis", "max_bytes": 0}));
     assert_eq!(bundle["rendered_markdown"], "");
     assert_eq!(bundle["used_bytes"], 0);
@@ -114,11 +111,10 @@ fn a_zero_budget_renders_nothing_and_counts_every_hit_as_omitted() {
         1,
         "structured conflicts stay authoritative"
     );
-}
+});
 
-#[test]
-fn retrieval_state_is_preserved_apart_from_budget_omissions() {
-    let (f, ..) = seeded();
+backend_test!(fn retrieval_state_is_preserved_apart_from_budget_omissions(store) {
+    let (f, ..) = seeded(Fixture::on(store));
     let bundle = f.build(&main_ctx(), json!({"query": "ibis", "limit": 2}));
     assert_eq!(bundle["retrieval_truncated"], true);
     assert!(bundle["refine_hint"].is_string());
@@ -127,18 +123,17 @@ fn retrieval_state_is_preserved_apart_from_budget_omissions() {
     assert!(empty["broaden_hint"].is_string());
     assert_eq!(empty["manifest"], json!([]));
     assert_eq!(empty["omitted_count"], 0);
-}
+});
 
-#[test]
-fn search_and_context_build_see_the_same_hits_in_the_same_order() {
-    let (f, ..) = seeded();
+backend_test!(fn search_and_context_build_see_the_same_hits_in_the_same_order(store) {
+    let (f, ..) = seeded(Fixture::on(store));
     let search = f.search(&main_ctx(), json!({"query": "ibis queue"}));
     let bundle = f.build(&main_ctx(), json!({"query": "ibis queue"}));
     assert_eq!(
         field(&search["hits"], "citation"),
         field(&bundle["manifest"], "citation")
     );
-}
+});
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
@@ -147,7 +142,7 @@ proptest! {
     fn any_budget_is_respected_in_bytes_and_accounts_for_every_hit(max_bytes in 0usize..20_000) {
         thread_local! {
             static SEEDED: (Fixture, Value, Value, Value) = {
-                let seeded = seeded();
+                let seeded = seeded(fixture());
                 seeded.0.put(&main_ctx(), "note", "Long ibis notes", &"Ibis ünïcödé ☕ line with ibis.\n".repeat(400));
                 seeded
             };
