@@ -247,10 +247,9 @@ fn instructions_render_every_format_from_one_definition() {
     assert_eq!(unknown.error.unwrap().code, ErrorCode::InvalidRequest);
 }
 
-#[test]
-fn capabilities_lists_exactly_the_implemented_operations_and_the_recency_policy() {
-    let f = fixture();
-    let caps = ok(&f.service, "capabilities", json!({}));
+backend_test!(fn capabilities_lists_exactly_the_implemented_operations_and_the_recency_policy(store) {
+    let (service, _keep) = store.into_parts();
+    let caps = ok(&service, "capabilities", json!({}));
     let listed: Vec<&str> = caps["operations"]
         .as_array()
         .unwrap()
@@ -282,7 +281,7 @@ fn capabilities_lists_exactly_the_implemented_operations_and_the_recency_policy(
     assert_eq!(caps["recency_policy"]["max_promotion"], 2);
     assert_eq!(caps["recency_policy"]["decay_classes"].as_array().unwrap().len(), 7);
     assert_eq!(caps["max_artifact_bytes"], 8 * 1024 * 1024);
-}
+});
 
 /// The reference implementation's published bundle, when the shared spec is checked out
 /// beside the repository; otherwise the running test is reported skipped (a failure in CI).
