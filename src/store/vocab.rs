@@ -339,12 +339,18 @@ struct Scoped {
 /// [`VocabularyCache`] does for new revisions), then kept current the same way, and rebuilt
 /// after a purge. One entry per distinct set of workspaces (one per configured credential).
 ///
+/// Each entry has its own lock: building one grant's vocabulary (seconds at 100k rows) or
+/// planning against it never holds up another grant's requests.
+///
 /// **Invariant:** an entry holds nothing of a row outside its workspaces, so a plan and the
 /// statistics made from it cannot depend on another workspace.
 #[derive(Default)]
 pub struct ScopedVocabularies {
-    entries: Mutex<std::collections::HashMap<Vec<String>, Scoped>>,
+    entries: Mutex<std::collections::HashMap<Vec<String>, ScopedEntry>>,
 }
+
+/// One workspace set's vocabulary, built on its first use.
+type ScopedEntry = std::sync::Arc<Mutex<Option<Scoped>>>;
 
 impl std::fmt::Debug for ScopedVocabularies {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -364,23 +370,23 @@ impl ScopedVocabularies {
     ) -> StoreResult<T> {
         let (artifact_seq, claim_seq, purges) = newest(conn)?;
         let set = serde_json::Value::from(workspaces.to_vec()).to_string();
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        let stale = entries.get(workspaces).is_none_or(|s| s.purges < purges);
+        let entry = self.entry(workspaces);
+        let mut slot = entry.lock().unwrap_or_else(|e| e.into_inner());
+        let stale = slot.as_ref().is_none_or(|s| s.purges < purges);
         if stale {
             let mut vocabulary = Vocabulary::new();
             let tokens = add_revisions_in(store, conn, &mut vocabulary, 0, 0, Some(&set))?;
-            entries.insert(
-                workspaces.to_vec(),
-                Scoped {
-                    vocabulary,
-                    tokens,
-                    artifact_seq,
-                    claim_seq,
-                    purges,
-                },
-            );
+            *slot = Some(Scoped {
+                vocabulary,
+                tokens,
+                artifact_seq,
+                claim_seq,
+                purges,
+            });
         }
-        let scoped = entries.get_mut(workspaces).expect("inserted above");
+        let Some(scoped) = slot.as_mut() else {
+            return Err(StoreError::Internal("a scoped vocabulary was not built".to_owned()));
+        };
         if scoped.artifact_seq < artifact_seq || scoped.claim_seq < claim_seq {
             let tokens = add_revisions_in(
                 store,
@@ -399,6 +405,12 @@ impl ScopedVocabularies {
             tokens: scoped.tokens,
         };
         Ok(f(&scoped.vocabulary, stats))
+    }
+
+    /// The entry of `workspaces`, made empty on first use; the map's lock is held only here.
+    fn entry(&self, workspaces: &[String]) -> ScopedEntry {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.entry(workspaces.to_vec()).or_default().clone()
     }
 }
 
@@ -434,5 +446,29 @@ mod tests {
         assert_eq!(counted.df("release"), 2, "{counted:?}"); // one artifact (title and body) and the claim
         assert_eq!(counted.df("cafe"), 1, "{counted:?}");
         assert_eq!(counted.rows(), 5);
+    }
+
+    #[test]
+    fn one_grant_building_its_vocabulary_never_holds_up_another_grant() {
+        let t = TestStore::new();
+        t.put("Note", b"alpha beta");
+        let scoped = ScopedVocabularies::default();
+        let (other, own) = (["wsp_other".to_owned()], ["wsp_test".to_owned()]);
+        let busy = scoped.entry(&other);
+        let (sender, answers) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            // Another grant's vocabulary is being built: its entry stays locked throughout.
+            let _building = busy.lock().unwrap();
+            scope.spawn(|| {
+                let read = t
+                    .store
+                    .read_db(|conn| scoped.with_current(&t.store, conn, &own, |v, stats| (v.df("alpha"), stats.rows)));
+                sender.send(read.unwrap()).unwrap();
+            });
+            let answer = answers
+                .recv_timeout(std::time::Duration::from_secs(30))
+                .expect("a grant's request waited for another grant's vocabulary");
+            assert_eq!(answer, (1, 1));
+        });
     }
 }
