@@ -71,18 +71,32 @@ pub fn is_word_char(c: char) -> bool {
 /// Lowercases `word` and removes combining marks after canonical decomposition
 /// (`Résumé` → `resume`). ASCII is the fast path.
 pub fn fold(word: &str) -> String {
+    let mut folded = String::with_capacity(word.len());
+    fold_into(word, &mut folded);
+    folded
+}
+
+/// [`fold`], appended to `out`.
+fn fold_into(word: &str, out: &mut String) {
     if word.is_ascii() {
-        return word.to_ascii_lowercase();
+        out.extend(word.chars().map(|c| c.to_ascii_lowercase()));
+    } else {
+        out.extend(
+            word.nfd()
+                .filter(|c| !is_combining_mark(*c))
+                .flat_map(char::to_lowercase),
+        );
     }
-    word.nfd()
-        .filter(|c| !is_combining_mark(*c))
-        .flat_map(char::to_lowercase)
-        .collect()
 }
 
 /// The byte ranges of the words of `text`.
 pub fn word_spans(text: &str) -> Vec<(usize, usize)> {
-    if text.is_ascii() {
+    spans_of(text, text.is_ascii())
+}
+
+/// [`word_spans`] of a text known to be ASCII or not.
+fn spans_of(text: &str, ascii: bool) -> Vec<(usize, usize)> {
+    if ascii {
         // ASCII letters and digits are exactly the alphanumeric ASCII characters.
         let bytes = text.as_bytes().iter().enumerate();
         spans(
@@ -120,8 +134,9 @@ fn spans(characters: impl Iterator<Item = (usize, bool)>, len: usize) -> Vec<(us
 
 /// The words of `text` with their folded forms.
 pub fn words(text: &str) -> Words {
-    let spans = word_spans(text);
-    if text.is_ascii() {
+    let ascii = text.is_ascii();
+    let spans = spans_of(text, ascii);
+    if ascii {
         // ASCII folds byte for byte: the folded words sit at the same offsets.
         return Words {
             spans,
@@ -133,12 +148,7 @@ pub fn words(text: &str) -> Words {
     let mut ranges = Vec::with_capacity(spans.len());
     for &(start, end) in &spans {
         let from = folded.len();
-        let word = &text[start..end];
-        if word.is_ascii() {
-            folded.extend(word.chars().map(|c| c.to_ascii_lowercase()));
-        } else {
-            folded.push_str(&fold(word));
-        }
+        fold_into(&text[start..end], &mut folded);
         ranges.push((from, folded.len()));
     }
     Words {

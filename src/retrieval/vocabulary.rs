@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use super::analyze::{Unit, UnitKind};
 use super::lexicon::lexicon;
 use super::stem::stem;
+use super::text::Words;
 
 /// At most this many inflected variants per unit, most frequent first.
 pub const MAX_INFLECTIONS: usize = 12;
@@ -351,6 +352,41 @@ fn is_abbreviation(abbreviation: &[char], term: &str) -> bool {
         }
     }
     wanted.peek().is_none() && term.chars().count() > abbreviation.len()
+}
+
+/// Document frequencies counted over many documents (a store's revisions, a corpus), added
+/// to a [`Vocabulary`] once at the end: a hash lookup per distinct word of a document
+/// instead of an ordered-map search.
+#[derive(Default)]
+pub struct DocumentFrequencies {
+    terms: rustc_hash::FxHashMap<String, u32>,
+}
+
+impl DocumentFrequencies {
+    /// Counts each distinct word of one document's `fields` once; returns its word count.
+    pub fn add_document(&mut self, fields: &[&Words]) -> u64 {
+        let mut distinct: Vec<&str> = fields.iter().flat_map(|f| (0..f.len()).map(|i| f.folded(i))).collect();
+        let count = distinct.len() as u64;
+        distinct.sort_unstable();
+        distinct.dedup();
+        for term in distinct {
+            match self.terms.get_mut(term) {
+                Some(df) => *df = df.saturating_add(1),
+                None => {
+                    self.terms.insert(term.to_owned(), 1);
+                }
+            }
+        }
+        count
+    }
+
+    /// Adds every counted term to `vocabulary` (the documents themselves are counted by
+    /// [`Vocabulary::add_rows`]).
+    pub fn add_to(self, vocabulary: &mut Vocabulary) {
+        for (term, df) in self.terms {
+            vocabulary.add_term(&term, df);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -268,7 +268,7 @@ impl Filter {
         };
         let survivors = self.survivors(conn, &prefix, query.cap)?;
         if survivors.len() >= query.cap || prefix.len() < prefix_len {
-            return Ok(survivors.into_iter().take(query.cap).collect());
+            return Ok(survivors);
         }
         let mut params = rank_params(conn);
         params.extend(self.params.iter().cloned());

@@ -19,8 +19,8 @@ use super::artifact::{self, is_indexable_media_type};
 use super::error::StoreResult;
 use crate::blob::Digest;
 use crate::retrieval::corpus::CorpusStats;
-use crate::retrieval::text::{Words, words};
-use crate::retrieval::vocabulary::Vocabulary;
+use crate::retrieval::text::words;
+use crate::retrieval::vocabulary::{DocumentFrequencies, Vocabulary};
 use crate::store::StoreError;
 
 /// Past this many new revisions a refresh rebuilds from `fts5vocab` instead.
@@ -271,7 +271,7 @@ fn add_revisions_in(
                     Some(stored) => artifact::read_inline(&digest, size, &stored, row.get(8)?)?,
                     None => store.blob_source().get_blob(&digest, size)?,
                 };
-                String::from_utf8_lossy(&bytes).into_owned()
+                String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
             } else {
                 String::new()
             };
@@ -293,36 +293,9 @@ fn add_revisions_in(
             Ok(())
         },
     )?;
-    for (term, df) in counts.terms {
-        vocabulary.add_term(&term, df);
-    }
+    counts.add_to(vocabulary);
     vocabulary.add_rows(added);
     Ok(tokens)
-}
-
-/// Document frequencies gathered by one pass over revisions.
-#[derive(Default)]
-struct DocumentFrequencies {
-    terms: rustc_hash::FxHashMap<String, u32>,
-}
-
-impl DocumentFrequencies {
-    /// Counts each distinct word of one document's `fields` once; returns its word count.
-    fn add_document(&mut self, fields: &[&Words]) -> u64 {
-        let mut distinct: Vec<&str> = fields.iter().flat_map(|f| (0..f.len()).map(|i| f.folded(i))).collect();
-        let count = distinct.len() as u64;
-        distinct.sort_unstable();
-        distinct.dedup();
-        for term in distinct {
-            match self.terms.get_mut(term) {
-                Some(df) => *df = df.saturating_add(1),
-                None => {
-                    self.terms.insert(term.to_owned(), 1);
-                }
-            }
-        }
-        count
-    }
 }
 
 /// A vocabulary of some workspaces (see [`ScopedVocabularies`]) and where it was built.

@@ -15,7 +15,8 @@
 //! BENCHMARKS.md (issue 27, "Candidates with no lexical unit").
 
 use super::data::{Conversation, load};
-use crate::retrieval::text::{folded_words, words};
+use crate::retrieval::text::words;
+use crate::retrieval::vocabulary::DocumentFrequencies;
 use crate::retrieval::{Plan, Vocabulary, analyze};
 use crate::semantic::Embedder;
 use crate::semantic::project::{artifact_windows, similarity};
@@ -28,20 +29,12 @@ struct Indexed<'c> {
 }
 
 fn index<'c>(embedder: &Embedder, conversation: &'c Conversation) -> Indexed<'c> {
-    let mut df: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+    let mut counts = DocumentFrequencies::default();
     for turn in &conversation.turns {
-        let mut seen: Vec<String> = folded_words(&turn.title);
-        seen.extend(folded_words(&turn.text));
-        seen.sort();
-        seen.dedup();
-        for word in seen {
-            *df.entry(word).or_default() += 1;
-        }
+        counts.add_document(&[&words(&turn.title), &words(&turn.text)]);
     }
     let mut vocabulary = Vocabulary::new();
-    for (term, count) in &df {
-        vocabulary.add_term(term, *count);
-    }
+    counts.add_to(&mut vocabulary);
     vocabulary.add_rows(conversation.turns.len() as u64);
     let vectors = conversation
         .turns
