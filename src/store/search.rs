@@ -1,10 +1,11 @@
 //! Lexical candidates for `search`, `memory.recall` and `context.build`: FTS5 `MATCH`
 //! over the contentless projections, filtered by horizon, pins and currentness.
 //!
-//! Each entity type is queried in two phases. Phase 1 touches only the FTS rowid, its
-//! `bm25()` and the columns the filters need, sorts, and keeps the per-type cap; phase 2
-//! loads full rows (inline blobs included) for the survivors only, so large rows never pass
-//! through the sorter.
+//! Each entity type is queried in two phases. Phase 1 ranks the bare FTS matches (rowid and
+//! `bm25()` only) and sorts them; phase 2 walks a prefix of that ranking through the
+//! filters in rank order and returns the first survivors as full rows (inline blobs
+//! included), so large rows never pass through the sorter and each survivor's pages are
+//! read once.
 //!
 //! Phase 1 fixes its plan: `CROSS JOIN` keeps the FTS table as the outer loop, and
 //! `INDEXED BY` the primary-key index of `artifacts`/`claims` makes each match one key
@@ -137,6 +138,7 @@ pub fn artifact_candidates(conn: Db<'_>, query: &CandidateQuery<'_>) -> StoreRes
         bm25: ARTIFACT_BM25,
         search: "artifact_search",
         revisions: "artifact_revisions",
+        columns: artifact::COLUMNS,
         entity_join: conn.pick(
             "CROSS JOIN artifacts a INDEXED BY sqlite_autoindex_artifacts_1 ON a.id = r.artifact_id",
             "JOIN artifacts a ON a.id = r.artifact_id",
@@ -144,20 +146,7 @@ pub fn artifact_candidates(conn: Db<'_>, query: &CandidateQuery<'_>) -> StoreRes
         clauses: clauses.join(" AND "),
         params,
     };
-    let ranked = filter.ranked(conn, query)?;
-    let rows = load_by_seq(
-        conn,
-        &format!(
-            "SELECT {} FROM artifact_revisions r JOIN artifacts a ON a.id = r.artifact_id
-             WHERE r.seq IN ({})",
-            artifact::COLUMNS,
-            integer_set(conn)
-        ),
-        &ranked,
-        artifact::db_row,
-        |row: &ArtifactRow| row.seq,
-    )?;
-    Ok(attach(ranked, rows))
+    filter.candidates(conn, query, artifact::db_row, |row: &ArtifactRow| row.seq)
 }
 
 /// The best claim revisions for the query, best first (bm25, then newest revision).
@@ -178,6 +167,7 @@ pub fn claim_candidates(conn: Db<'_>, query: &CandidateQuery<'_>) -> StoreResult
         bm25: CLAIM_BM25,
         search: "claim_search",
         revisions: "claim_revisions",
+        columns: claim::columns(),
         entity_join: conn.pick(
             "CROSS JOIN claims c INDEXED BY sqlite_autoindex_claims_1 ON c.id = r.claim_id",
             "JOIN claims c ON c.id = r.claim_id",
@@ -185,40 +175,33 @@ pub fn claim_candidates(conn: Db<'_>, query: &CandidateQuery<'_>) -> StoreResult
         clauses: clauses.join(" AND "),
         params,
     };
-    let ranked = filter.ranked(conn, query)?;
-    let rows = load_by_seq(
-        conn,
-        &format!(
-            "SELECT {} FROM claim_revisions r JOIN claims c ON c.id = r.claim_id
-             WHERE r.seq IN ({})",
-            claim::columns(),
-            integer_set(conn)
-        ),
-        &ranked,
-        claim::db_row,
-        |row: &ClaimRow| row.seq,
-    )?;
-    Ok(attach(ranked, rows))
+    filter.candidates(conn, query, claim::db_row, |row: &ClaimRow| row.seq)
 }
 
 /// Matches ranked by bare FTS are filtered in prefixes of this many times the cap.
 const PREFIX_FACTOR: usize = 2;
 
-/// The phase-1 shape of one entity type: its FTS table, its revision table (aliased `r`),
-/// the join reaching the entity row, and the filter with its parameters.
+/// The shape of one entity type's candidate query: its FTS table, its revision table
+/// (aliased `r`), the columns of a full row, the join reaching the entity row, and the
+/// filter with its parameters.
 struct Filter {
     fts: &'static str,
     bm25: &'static str,
     /// The PostgreSQL projection (`tsvector` per revision `seq`).
     search: &'static str,
     revisions: &'static str,
+    /// A full row's columns (`r.seq` first), as the entity's row mapper reads them.
+    columns: &'static str,
     entity_join: &'static str,
     clauses: String,
     params: Vec<SqlValue>,
 }
 
+/// Maps a row selected with a [`Filter`]'s columns.
+type MapRow<R> = fn(&Row<'_>) -> StoreResult<R>;
+
 impl Filter {
-    /// The top `cap` `(seq, bm25)` pairs that pass the filter, in rank order (bm25, then
+    /// The top `cap` candidates that pass the filter, full rows in rank order (bm25, then
     /// newest revision `seq`, which the single writer assigns in `commit_seq` order).
     ///
     /// Fast path: rank the bare FTS matches first, take a prefix of
@@ -226,7 +209,13 @@ impl Filter {
     /// are exactly the top `cap` of the filtered list, because every later match ranks
     /// below the whole prefix. Otherwise (a short prefix means no more matches exist) the
     /// filtered query runs over every match.
-    fn ranked(&self, conn: Db<'_>, query: &CandidateQuery<'_>) -> StoreResult<Vec<(i64, f64)>> {
+    fn candidates<R>(
+        &self,
+        conn: Db<'_>,
+        query: &CandidateQuery<'_>,
+        map: MapRow<R>,
+        seq_of: fn(&R) -> i64,
+    ) -> StoreResult<Vec<Candidate<R>>> {
         // On PostgreSQL the planner's FTS5 expression becomes a tsquery over the same words,
         // and `ts_rank` (title weighted 5:1 over body, as the bm25 weights; normalized by
         // document length) stands in for bm25, negated so that lower is better here too.
@@ -266,7 +255,7 @@ impl Filter {
             params.push(SqlValue::Integer(prefix_len as i64));
             phase_one(conn, &sql, params)?
         };
-        let survivors = self.survivors(conn, &prefix, query.cap)?;
+        let survivors = self.survivors(conn, &prefix, query.cap, map, seq_of)?;
         if survivors.len() >= query.cap || prefix.len() < prefix_len {
             return Ok(survivors);
         }
@@ -283,46 +272,92 @@ impl Filter {
             entity_join = self.entity_join,
             clauses = self.clauses,
         );
-        phase_one(conn, &sql, params)
+        let ranked = phase_one(conn, &sql, params)?;
+        self.load(conn, ranked, map, seq_of)
     }
 
     /// The first `cap` rows of `prefix` (in its order) that pass the filter.
     ///
-    /// On SQLite the prefix is the outer loop (`CROSS JOIN` fixes the join order) and the
-    /// scan stops at the `cap`-th survivor, so a filter that passes most rows looks up
-    /// `cap` of them, not the whole prefix. PostgreSQL filters the prefix as a set.
-    fn survivors(&self, conn: Db<'_>, prefix: &[(i64, f64)], cap: usize) -> StoreResult<Vec<(i64, f64)>> {
+    /// On SQLite the prefix is the outer loop (`CROSS JOIN` fixes the join order), the scan
+    /// stops at the `cap`-th survivor, and the survivors come back as full rows: each row's
+    /// pages are read once, so a filter that passes most rows looks up `cap` of them, not
+    /// the whole prefix, and none twice. PostgreSQL filters the prefix as a set, then loads
+    /// the survivors.
+    fn survivors<R>(
+        &self,
+        conn: Db<'_>,
+        prefix: &[(i64, f64)],
+        cap: usize,
+        map: MapRow<R>,
+        seq_of: fn(&R) -> i64,
+    ) -> StoreResult<Vec<Candidate<R>>> {
+        if prefix.is_empty() {
+            return Ok(Vec::new());
+        }
         let seqs = serde_json::Value::from(prefix.iter().map(|(seq, _)| *seq).collect::<Vec<_>>()).to_string();
         let mut params = vec![SqlValue::Text(seqs)];
         params.extend(self.params.iter().cloned());
-        let sql = match conn.dialect() {
+        match conn.dialect() {
             Dialect::Sqlite => {
                 params.push(SqlValue::Integer(cap as i64));
-                format!(
-                    "SELECT r.seq FROM json_each(?) p CROSS JOIN {revisions} r ON r.seq = p.value {entity_join}
+                let sql = format!(
+                    "SELECT {columns} FROM json_each(?) p CROSS JOIN {revisions} r ON r.seq = p.value {entity_join}
                      WHERE {clauses} LIMIT ?",
+                    columns = self.columns,
                     revisions = self.revisions,
                     entity_join = self.entity_join,
                     clauses = self.clauses,
-                )
+                );
+                let rows = conn.query_values(&sql, &params, map)?;
+                let rows: HashMap<i64, R> = rows.into_iter().map(|row| (seq_of(&row), row)).collect();
+                Ok(attach(prefix.to_vec(), rows))
             }
-            Dialect::Postgres => format!(
-                "SELECT r.seq FROM {revisions} r {entity_join}
-                 WHERE r.seq IN ({seqs}) AND {clauses}",
-                revisions = self.revisions,
-                entity_join = self.entity_join,
-                seqs = integer_set(conn),
-                clauses = self.clauses,
-            ),
-        };
-        let passing: std::collections::HashSet<i64> =
-            conn.query_values(&sql, &params, |r| r.get(0))?.into_iter().collect();
-        Ok(prefix
-            .iter()
-            .copied()
-            .filter(|(seq, _)| passing.contains(seq))
-            .take(cap)
-            .collect())
+            Dialect::Postgres => {
+                let sql = format!(
+                    "SELECT r.seq FROM {revisions} r {entity_join}
+                     WHERE r.seq IN ({seqs}) AND {clauses}",
+                    revisions = self.revisions,
+                    entity_join = self.entity_join,
+                    seqs = integer_set(conn),
+                    clauses = self.clauses,
+                );
+                let passing: std::collections::HashSet<i64> =
+                    conn.query_values(&sql, &params, |r| r.get(0))?.into_iter().collect();
+                let ranked = prefix
+                    .iter()
+                    .copied()
+                    .filter(|(seq, _)| passing.contains(seq))
+                    .take(cap)
+                    .collect();
+                self.load(conn, ranked, map, seq_of)
+            }
+        }
+    }
+
+    /// Full rows for the ranked seqs, in rank order.
+    fn load<R>(
+        &self,
+        conn: Db<'_>,
+        ranked: Vec<(i64, f64)>,
+        map: MapRow<R>,
+        seq_of: fn(&R) -> i64,
+    ) -> StoreResult<Vec<Candidate<R>>> {
+        if ranked.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT {columns} FROM {revisions} r {entity_join} WHERE r.seq IN ({seqs})",
+            columns = self.columns,
+            revisions = self.revisions,
+            entity_join = self.entity_join,
+            seqs = integer_set(conn),
+        );
+        let seqs = serde_json::Value::from(ranked.iter().map(|(seq, _)| *seq).collect::<Vec<_>>()).to_string();
+        let rows = conn.query_all(&sql, &[&seqs], map)?;
+        Ok(attach(
+            ranked,
+            rows.into_iter().map(|row| (seq_of(&row), row)).collect(),
+        ))
     }
 }
 
@@ -345,22 +380,6 @@ fn integer_set(conn: Db<'_>) -> &'static str {
         "SELECT value FROM json_each(?)",
         "SELECT CAST(value AS bigint) FROM jsonb_array_elements_text(CAST(CAST(? AS text) AS jsonb))",
     )
-}
-
-/// Loads full rows for the ranked seqs, keyed by seq.
-fn load_by_seq<R>(
-    conn: Db<'_>,
-    sql: &str,
-    ranked: &[(i64, f64)],
-    map: fn(&Row<'_>) -> StoreResult<R>,
-    seq_of: fn(&R) -> i64,
-) -> StoreResult<HashMap<i64, R>> {
-    if ranked.is_empty() {
-        return Ok(HashMap::new());
-    }
-    let seqs = serde_json::Value::from(ranked.iter().map(|(seq, _)| *seq).collect::<Vec<_>>()).to_string();
-    let rows = conn.query_all(sql, &[&seqs], map)?;
-    Ok(rows.into_iter().map(|row| (seq_of(&row), row)).collect())
 }
 
 /// Pairs the ranked seqs with their rows, keeping rank order.
