@@ -5,6 +5,8 @@
 //! **Invariant:** FTS5 expressions hold only double-quoted folded words (a quote inside a
 //! word is doubled), joined by `AND`/`OR` and parentheses; no user text becomes syntax.
 
+use std::sync::Mutex;
+
 use rustc_hash::FxHashMap as HashMap;
 
 use super::analyze::{Analysis, Unit, UnitKind};
@@ -18,6 +20,8 @@ use super::vocabulary::{Expansion, MatchKind, Vocabulary};
 const MAX_CLAUSES: usize = 16;
 /// Subsets are enumerated only up to this many driving units.
 const MAX_SUBSET_UNITS: usize = 8;
+/// Words whose stem a plan remembers (see [`StemMemo`]).
+const MAX_MEMO_WORDS: usize = 8192;
 
 /// One unit with everything the pipeline needs to match it.
 #[derive(Clone, Debug)]
@@ -80,6 +84,44 @@ pub struct Plan {
     /// The query's ignored function words, highlighted in excerpts (as FTS5 would) but never
     /// scored: word → highlight index (after the units).
     highlights: HashMap<String, usize>,
+    /// Stems of the words the inflection fallback of [`Plan::match_words`] has checked.
+    stems: StemMemo,
+}
+
+/// The Porter2 stem of each text word the inflection fallback checked, by word. A request's
+/// candidates share most of their words, and stemming them is most of the fallback's cost;
+/// a stem is a function of the word alone, so remembering it changes no match. Bounded by
+/// [`MAX_MEMO_WORDS`] (past it, words are stemmed without being remembered); a clone starts
+/// empty.
+#[derive(Default)]
+struct StemMemo(Mutex<HashMap<Box<str>, Box<str>>>);
+
+impl StemMemo {
+    /// Calls `f` with the stem of `word`.
+    fn with_stem<R>(&self, word: &str, f: impl FnOnce(&str) -> R) -> R {
+        let mut memo = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(stem) = memo.get(word) {
+            return f(stem);
+        }
+        let stemmed = stem(word);
+        let result = f(&stemmed);
+        if memo.len() < MAX_MEMO_WORDS {
+            memo.insert(word.into(), stemmed.into());
+        }
+        result
+    }
+}
+
+impl Clone for StemMemo {
+    fn clone(&self) -> StemMemo {
+        StemMemo::default()
+    }
+}
+
+impl std::fmt::Debug for StemMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StemMemo")
+    }
 }
 
 impl Plan {
@@ -156,6 +198,7 @@ impl Plan {
             corpus: None,
             terms,
             highlights,
+            stems: StemMemo::default(),
         }
     }
 
@@ -193,13 +236,24 @@ impl Plan {
                 }
                 continue;
             }
-            // Inflections the vocabulary did not list (it may lag behind new writes).
-            for (index, planned) in self.units.iter().enumerate() {
-                let Some((stem, prefix)) = &planned.stem else { continue };
-                if word.starts_with(prefix.as_str()) && super::stem::stem(word) == *stem {
-                    record(&mut result, index, MatchKind::Inflection, word, position, 1);
-                }
+            // Inflections the vocabulary's expansion did not list: its scan by stem prefix
+            // misses forms that do not start with their stem (`hoping` for `hope`).
+            let shares_prefix = |planned: &PlannedUnit| {
+                planned
+                    .stem
+                    .as_ref()
+                    .is_some_and(|(_, prefix)| word.starts_with(prefix.as_str()))
+            };
+            if !self.units.iter().any(shares_prefix) {
+                continue;
             }
+            self.stems.with_stem(word, |word_stem| {
+                for (index, planned) in self.units.iter().enumerate() {
+                    if shares_prefix(planned) && planned.stem.as_ref().is_some_and(|(stem, _)| stem == word_stem) {
+                        record(&mut result, index, MatchKind::Inflection, word, position, 1);
+                    }
+                }
+            });
         }
         result
     }

@@ -180,3 +180,41 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn a_form_that_does_not_start_with_its_stem_matches_through_the_fallback() {
+    // The vocabulary's prefix scan for `hope` cannot list `hoping`.
+    let v = vocabulary(&[("hope", 3), ("hoping", 1), ("trip", 2)], 50);
+    let p = plan("hope trip", &v);
+    assert!(!p.units[0].expansion.terms.iter().any(|(term, _)| term == "hoping"));
+    let matched = p.match_words(&words("Still hoping for the trip"));
+    let hope = matched.units[0].as_ref().expect("hope matched");
+    assert_eq!((hope.kind, hope.term.as_str()), (MatchKind::Inflection, "hoping"));
+}
+
+proptest::proptest! {
+    #[test]
+    fn remembered_stems_change_no_match(
+        texts in proptest::collection::vec(
+            proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "hoping", "hoped", "hopes", "hope", "hopeful", "hop", "hopping", "happy", "happiness",
+                    "happily", "relational", "relate", "relating", "trips", "tripped", "trip", "tried", "try",
+                    "the", "and", "sign", "signing", "signs", "signal",
+                ]),
+                0..24,
+            ),
+            1..8,
+        ),
+    ) {
+        let v = vocabulary(&[("hope", 3), ("happiness", 2), ("relate", 2), ("trip", 4), ("sign", 3)], 60);
+        let warm = plan("hoping happiness relational trips signing", &v);
+        for text in texts.iter().chain(texts.iter()) {
+            let text = text.join(" ");
+            let fresh = warm.clone();
+            let (a, b) = (warm.match_words(&words(&text)), fresh.match_words(&words(&text)));
+            proptest::prop_assert_eq!(&a.units, &b.units, "{}", text);
+            proptest::prop_assert_eq!(&a.instances, &b.instances, "{}", text);
+        }
+    }
+}
