@@ -79,13 +79,24 @@ pub struct Plan {
     /// The corpus of a restricted grant when the plan was made against its vocabulary
     /// (`retrieval::corpus`): candidates are then scored over it, not FTS5's `bm25()`.
     pub corpus: Option<super::corpus::CorpusStats>,
-    /// Folded term → `(unit, kind)` for word units, and first word → unit for multi-word units.
-    terms: HashMap<String, Vec<(usize, MatchKind)>>,
-    /// The query's ignored function words, highlighted in excerpts (as FTS5 would) but never
-    /// scored: word → highlight index (after the units).
-    highlights: HashMap<String, usize>,
+    /// Folded term → what it is to the query, so that one lookup per text word serves
+    /// both [`Plan::match_words`] and the highlights.
+    terms: HashMap<String, Term>,
+    /// How many of the query's ignored function words are highlighted (see [`Term`]).
+    highlights: usize,
     /// Stems of the words the inflection fallback of [`Plan::match_words`] has checked.
     stems: StemMemo,
+}
+
+/// What one folded term is to a plan.
+#[derive(Clone, Debug, Default)]
+struct Term {
+    /// `(unit, kind)` for a word unit's expansion term, and `(unit, Exact)` for the first
+    /// word of a multi-word unit.
+    units: Vec<(usize, MatchKind)>,
+    /// For one of the query's ignored function words (never a unit's term): its highlight
+    /// index (after the units), highlighted in excerpts as FTS5 would but never scored.
+    highlight: Option<usize>,
 }
 
 /// The Porter2 stem of each text word the inflection fallback checked, by word. A request's
@@ -169,21 +180,31 @@ impl Plan {
             });
         }
         let policy = Policy::new(version, &analysis, &units.iter().map(|u| u.weight).collect::<Vec<_>>());
-        let mut terms: HashMap<String, Vec<(usize, MatchKind)>> = HashMap::default();
+        let mut terms: HashMap<String, Term> = HashMap::default();
         for (index, planned) in units.iter().enumerate() {
             if planned.unit.words.len() == 1 && planned.unit.kind == UnitKind::Word {
                 for (term, kind) in &planned.expansion.terms {
-                    terms.entry(term.clone()).or_default().push((index, *kind));
+                    terms.entry(term.clone()).or_default().units.push((index, *kind));
                 }
             } else if let Some(first) = planned.unit.words.first() {
-                terms.entry(first.clone()).or_default().push((index, MatchKind::Exact));
+                terms
+                    .entry(first.clone())
+                    .or_default()
+                    .units
+                    .push((index, MatchKind::Exact));
             }
         }
-        let mut highlights = HashMap::default();
+        let mut highlights = 0;
         for word in &analysis.ignored {
             if !terms.contains_key(word) {
-                let next = units.len() + highlights.len();
-                highlights.entry(word.clone()).or_insert(next);
+                terms.insert(
+                    word.clone(),
+                    Term {
+                        units: Vec::new(),
+                        highlight: Some(units.len() + highlights),
+                    },
+                );
+                highlights += 1;
             }
         }
         let qualifying_expr = qualifying_expr(&units, &policy);
@@ -202,26 +223,33 @@ impl Plan {
         }
     }
 
-    /// Highlight-only occurrences of the query's function words in `words`, as
-    /// `(index, position, 1)` with indexes after the units (see [`Plan::unit_scores`]).
-    pub fn highlight_instances(&self, words: &Words) -> Vec<(usize, usize, usize)> {
-        if self.highlights.is_empty() {
-            return Vec::new();
-        }
-        (0..words.len())
-            .filter_map(|position| self.highlights.get(words.folded(position)).map(|&i| (i, position, 1)))
-            .collect()
+    /// [`Plan::match_words`] of one text, and in the same pass the highlight-only
+    /// occurrences of the query's function words, as `(index, position, 1)` with indexes
+    /// after the units (see [`Plan::unit_scores`]).
+    pub fn match_and_highlight(&self, words: &Words) -> (TextMatch, Vec<(usize, usize, usize)>) {
+        let mut highlights = Vec::new();
+        let matched = self.scan(words, Some(&mut highlights));
+        (matched, highlights)
     }
 
     /// Checks one text (its folded words) against every unit.
     pub fn match_words(&self, words: &Words) -> TextMatch {
+        self.scan(words, None)
+    }
+
+    /// Matches `words`, collecting the highlights too when asked.
+    fn scan(&self, words: &Words, mut highlights: Option<&mut Vec<(usize, usize, usize)>>) -> TextMatch {
         let mut result = TextMatch {
             units: vec![None; self.units.len()],
             instances: Vec::new(),
         };
         for position in 0..words.len() {
             let word = words.folded(position);
-            if let Some(candidates) = self.terms.get(word) {
+            let term = self.terms.get(word);
+            if let (Some(highlights), Some(index)) = (highlights.as_deref_mut(), term.and_then(|t| t.highlight)) {
+                highlights.push((index, position, 1));
+            }
+            if let Some(candidates) = term.map(|t| &t.units).filter(|units| !units.is_empty()) {
                 for &(index, kind) in candidates {
                     let unit = &self.units[index].unit;
                     let len = unit.words.len();
@@ -264,7 +292,7 @@ impl Plan {
         self.units
             .iter()
             .map(|u| super::snippet::unit_score(u.weight.value))
-            .chain(std::iter::repeat_n(0, self.highlights.len()))
+            .chain(std::iter::repeat_n(0, self.highlights))
             .collect()
     }
 }

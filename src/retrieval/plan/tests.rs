@@ -218,3 +218,25 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn one_pass_matches_as_match_words_and_highlights_the_function_words() {
+    let v = store_vocabulary();
+    let p = plan("Which vendor signs the release keys?", &v);
+    let text = "The vendor signed the release of the keys, which the vendor keeps.";
+    let (matched, highlights) = p.match_and_highlight(&words(text));
+    let alone = p.match_words(&words(text));
+    assert_eq!((matched.units, matched.instances), (alone.units, alone.instances));
+    let text_words = words(text);
+    let expected: Vec<(usize, usize, usize)> = (0..text_words.len())
+        .filter(|&i| p.analysis.ignored.iter().any(|w| w == text_words.folded(i)))
+        .map(|i| {
+            let word = text_words.folded(i);
+            let first = p.analysis.ignored.iter().position(|w| w == word).unwrap();
+            (p.units.len() + first, i, 1)
+        })
+        .collect();
+    assert!(!expected.is_empty());
+    assert_eq!(highlights, expected);
+    assert_eq!(p.unit_scores().len(), p.units.len() + p.analysis.ignored.len());
+}

@@ -330,13 +330,13 @@ fn examine_artifact(
             Err(invalid) => (String::from_utf8_lossy(invalid.as_bytes()).into_owned(), false),
         };
         let body_words = words(&text);
-        let body_match = plan.match_words(&body_words);
+        let (body_match, highlights) = plan.match_and_highlight(&body_words);
         length += body_words.len();
         body_instances.clone_from(&body_match.instances);
         let mut instances: Vec<Instance> = body_match
             .instances
             .iter()
-            .chain(plan.highlight_instances(&body_words).iter())
+            .chain(highlights.iter())
             .map(|&(unit, position, len)| Instance {
                 position,
                 phrase: unit,
