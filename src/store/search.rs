@@ -87,6 +87,55 @@ pub struct CandidateQuery<'a> {
     /// candidates are scored over its own corpus: `retrieval::corpus`), so that which rows
     /// are selected does not depend on statistics of other workspaces.
     pub newest_first: bool,
+    /// The bare ranking an earlier, smaller query of the same search fetched (see
+    /// [`Ranking`]); `None` ranks afresh.
+    pub ranking: Option<&'a Ranking>,
+}
+
+/// Bare FTS matches a search of several rounds ranks in its first, at least this many, so
+/// that its later rounds (each asking four times more: 12, 48 and 192 rows for a recall)
+/// read their prefix from memory instead of ranking every match again. Measured against
+/// ranking only what each round asks, and against ranking for every round left once a
+/// second round is needed: the common-word recall at 100k artifacts is fastest this way,
+/// and a search that ends in its first round is no slower (BENCHMARKS.md).
+const RANKING_LEAST: usize = 256;
+
+/// The bare FTS ranking of one search's expression and table: `(seq, bm25)` in rank order.
+/// Phase 1 ranks every match whatever its `LIMIT`, and the order is total (bm25, then
+/// newest `seq`), so the first `n` rows of a longer ranking are exactly a ranking of `n`.
+///
+/// Valid for one expression, table, filter and snapshot: make one per search, inside its
+/// snapshot.
+#[derive(Debug, Default)]
+pub struct Ranking {
+    fetched: std::cell::RefCell<Option<Fetched>>,
+}
+
+/// One phase-1 fetch: the expression, the `LIMIT` asked and the rows it gave.
+type Fetched = (String, usize, Vec<(i64, f64)>);
+
+impl Ranking {
+    /// The first `len` rows of `expr`'s ranking, from memory when a fetch already covers
+    /// them, else from `rank(limit)` asked for at least [`RANKING_LEAST`] rows.
+    fn prefix(
+        &self,
+        expr: &str,
+        len: usize,
+        rank: impl FnOnce(usize) -> StoreResult<Vec<(i64, f64)>>,
+    ) -> StoreResult<Vec<(i64, f64)>> {
+        let mut fetched = self.fetched.borrow_mut();
+        if let Some((fetched_expr, limit, rows)) = fetched.as_ref()
+            && fetched_expr == expr
+            && (*limit >= len || rows.len() < *limit)
+        {
+            return Ok(rows.iter().take(len).copied().collect());
+        }
+        let limit = len.max(RANKING_LEAST);
+        let rows = rank(limit)?;
+        let prefix = rows.iter().take(len).copied().collect();
+        *fetched = Some((expr.to_owned(), limit, rows));
+        Ok(prefix)
+    }
 }
 
 /// A candidate row and its raw `bm25()` value (lower is better).
@@ -246,14 +295,18 @@ impl Filter {
             format!("lexical, {rowid} DESC")
         };
         let prefix_len = query.cap.saturating_mul(PREFIX_FACTOR);
-        let prefix = {
+        let rank = |limit: usize| {
             let sql = format!(
                 "SELECT {rowid}, {bm25} AS lexical FROM {source} WHERE {matches}
                  ORDER BY {order} LIMIT ?"
             );
             let mut params = rank_params(conn);
-            params.push(SqlValue::Integer(prefix_len as i64));
-            phase_one(conn, &sql, params)?
+            params.push(SqlValue::Integer(limit as i64));
+            phase_one(conn, &sql, params)
+        };
+        let prefix = match query.ranking {
+            Some(ranking) => ranking.prefix(query.match_expr, prefix_len, rank)?,
+            None => rank(prefix_len)?,
         };
         let survivors = self.survivors(conn, &prefix, query.cap, map, seq_of)?;
         if survivors.len() >= query.cap || prefix.len() < prefix_len {
@@ -423,5 +476,46 @@ mod tests {
             ]
         );
         assert_eq!(pins.revisions_json(), r#"["art_b@arev_1","art_c@arev_2"]"#);
+    }
+
+    /// A ranking of `matches` rows, `limit` at most, as phase 1 returns it; counts the calls.
+    fn ranked(matches: i64, calls: &std::cell::Cell<usize>) -> impl Fn(usize) -> StoreResult<Vec<(i64, f64)>> + '_ {
+        move |limit| {
+            calls.set(calls.get() + 1);
+            Ok((0..matches.min(limit as i64))
+                .map(|i| (matches - i, i as f64))
+                .collect())
+        }
+    }
+
+    #[test]
+    fn later_rounds_of_a_search_read_the_ranking_its_first_round_fetched() {
+        let calls = std::cell::Cell::new(0);
+        let ranking = Ranking::default();
+        let first = ranking.prefix("\"a\"", 12, ranked(1000, &calls)).unwrap();
+        assert_eq!((calls.get(), &first[..]), (1, &ranked(1000, &calls)(12).unwrap()[..]));
+        for len in [48, 192, RANKING_LEAST] {
+            let prefix = ranking
+                .prefix("\"a\"", len, |_| panic!("ranked again for {len} rows"))
+                .unwrap();
+            assert_eq!(prefix.len(), len);
+            assert_eq!(prefix[..12], first[..]);
+        }
+        calls.set(0);
+        let longer = ranking.prefix("\"a\"", 768, ranked(1000, &calls)).unwrap();
+        assert_eq!((calls.get(), longer.len()), (1, 768));
+        let other = ranking.prefix("\"b\"", 12, ranked(5, &calls)).unwrap();
+        assert_eq!((calls.get(), other.len()), (2, 5));
+    }
+
+    #[test]
+    fn a_ranking_shorter_than_its_limit_holds_every_match() {
+        let calls = std::cell::Cell::new(0);
+        let ranking = Ranking::default();
+        assert_eq!(ranking.prefix("\"a\"", 48, ranked(40, &calls)).unwrap().len(), 40);
+        let all = ranking
+            .prefix("\"a\"", 2048, |_| panic!("every match was fetched"))
+            .unwrap();
+        assert_eq!(all, ranked(40, &calls)(2048).unwrap());
     }
 }

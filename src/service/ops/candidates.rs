@@ -112,9 +112,12 @@ pub(super) fn gather(
     } else {
         (2 * want.max(1)).min(MAX_CANDIDATES)
     };
-    let mut seen = std::collections::HashSet::new();
+    let mut rounds = Rounds {
+        ranking: Some(store_search::Ranking::default()),
+        ..Rounds::default()
+    };
     for round in 0..MAX_ROUNDS {
-        let fetched = fetch(service, conn, request, plan, table, expr, cap, &mut seen, &no_skip)?;
+        let fetched = fetch(service, conn, request, plan, table, expr, cap, &mut rounds, &no_skip)?;
         let exhausted = fetched.1 < cap;
         for examined in fetched.0 {
             if examined.qualification.qualified {
@@ -166,8 +169,8 @@ pub(super) fn more_candidates_unless(
     let Some(expr) = plan.any_expr.as_deref() else {
         return Ok(Vec::new());
     };
-    let mut seen = std::collections::HashSet::new();
-    let (rows, _) = fetch(service, conn, request, plan, table, expr, cap, &mut seen, skip)?;
+    let mut rounds = Rounds::default();
+    let (rows, _) = fetch(service, conn, request, plan, table, expr, cap, &mut rounds, skip)?;
     Ok(unqualified_unknown(rows, known))
 }
 
@@ -236,12 +239,20 @@ impl AnyUnitRows {
             return Ok(rows.iter().take(cap).cloned().collect());
         }
         let wide = cap.max(self.least[slot]);
-        let mut seen = std::collections::HashSet::new();
-        let (rows, _) = fetch(service, conn, request, plan, table, expr, wide, &mut seen, &no_skip)?;
+        let mut rounds = Rounds::default();
+        let (rows, _) = fetch(service, conn, request, plan, table, expr, wide, &mut rounds, &no_skip)?;
         let asked = rows.iter().take(cap).cloned().collect();
         fetched[slot] = Some((wide, rows));
         Ok(asked)
     }
+}
+
+/// What the rounds of one search share: the rows already examined (by revision `seq`) and,
+/// for a search of several rounds ([`gather`]), the bare ranking its first round fetched.
+#[derive(Default)]
+struct Rounds {
+    seen: std::collections::HashSet<i64>,
+    ranking: Option<store_search::Ranking>,
 }
 
 /// One candidate query of `cap` rows; returns the newly examined rows and the row count.
@@ -254,7 +265,7 @@ fn fetch(
     table: Table,
     expr: &str,
     cap: usize,
-    seen: &mut std::collections::HashSet<i64>,
+    rounds: &mut Rounds,
     skip: &Skip<'_>,
 ) -> StoreResult<(Vec<Examined>, usize)> {
     let now_db = crate::timefmt::to_db(&request.evaluated_at);
@@ -267,6 +278,7 @@ fn fetch(
         now_db: &now_db,
         cap,
         newest_first: plan.corpus.is_some(),
+        ranking: rounds.ranking.as_ref(),
     };
     let mut examined = Vec::new();
     let count;
@@ -275,9 +287,11 @@ fn fetch(
             let rows = store_search::artifact_candidates(conn, &query)?;
             count = rows.len();
             examined.reserve(count);
-            seen.extend(skip(table, &rows.iter().map(|c| c.row.seq).collect::<Vec<_>>())?);
+            rounds
+                .seen
+                .extend(skip(table, &rows.iter().map(|c| c.row.seq).collect::<Vec<_>>())?);
             for candidate in rows {
-                if seen.insert(candidate.row.seq) {
+                if rounds.seen.insert(candidate.row.seq) {
                     examined.push(examine_artifact(service, plan, candidate.row, candidate.bm25)?);
                 }
             }
@@ -286,9 +300,11 @@ fn fetch(
             let rows = store_search::claim_candidates(conn, &query)?;
             count = rows.len();
             examined.reserve(count);
-            seen.extend(skip(table, &rows.iter().map(|c| c.row.seq).collect::<Vec<_>>())?);
+            rounds
+                .seen
+                .extend(skip(table, &rows.iter().map(|c| c.row.seq).collect::<Vec<_>>())?);
             for candidate in rows {
-                if !seen.insert(candidate.row.seq) {
+                if !rounds.seen.insert(candidate.row.seq) {
                     continue;
                 }
                 let statement = words(&candidate.row.statement);
