@@ -347,8 +347,7 @@ impl Filter {
         if prefix.is_empty() {
             return Ok(Vec::new());
         }
-        let seqs = serde_json::Value::from(prefix.iter().map(|(seq, _)| *seq).collect::<Vec<_>>()).to_string();
-        let mut params = vec![SqlValue::Text(seqs)];
+        let mut params = vec![SqlValue::Text(seq_array(prefix))];
         params.extend(self.params.iter().cloned());
         match conn.dialect() {
             Dialect::Sqlite => {
@@ -362,8 +361,7 @@ impl Filter {
                     clauses = self.clauses,
                 );
                 let rows = conn.query_values(&sql, &params, map)?;
-                let rows: HashMap<i64, R> = rows.into_iter().map(|row| (seq_of(&row), row)).collect();
-                Ok(attach(prefix.to_vec(), rows))
+                Ok(attach(prefix.to_vec(), rows, seq_of))
             }
             Dialect::Postgres => {
                 let sql = format!(
@@ -405,12 +403,8 @@ impl Filter {
             entity_join = self.entity_join,
             seqs = integer_set(conn),
         );
-        let seqs = serde_json::Value::from(ranked.iter().map(|(seq, _)| *seq).collect::<Vec<_>>()).to_string();
-        let rows = conn.query_all(&sql, &[&seqs], map)?;
-        Ok(attach(
-            ranked,
-            rows.into_iter().map(|row| (seq_of(&row), row)).collect(),
-        ))
+        let rows = conn.query_all(&sql, &[&seq_array(&ranked)], map)?;
+        Ok(attach(ranked, rows, seq_of))
     }
 }
 
@@ -435,8 +429,14 @@ fn integer_set(conn: Db<'_>) -> &'static str {
     )
 }
 
-/// Pairs the ranked seqs with their rows, keeping rank order.
-fn attach<R>(ranked: Vec<(i64, f64)>, mut rows: HashMap<i64, R>) -> Vec<Candidate<R>> {
+/// The seqs of `ranked` as a JSON array, bound as one parameter ([`integer_set`]).
+fn seq_array(ranked: &[(i64, f64)]) -> String {
+    serde_json::Value::from(ranked.iter().map(|(seq, _)| *seq).collect::<Vec<_>>()).to_string()
+}
+
+/// Pairs the ranked seqs with their rows (by `seq_of`), keeping rank order.
+fn attach<R>(ranked: Vec<(i64, f64)>, rows: Vec<R>, seq_of: fn(&R) -> i64) -> Vec<Candidate<R>> {
+    let mut rows: HashMap<i64, R> = rows.into_iter().map(|row| (seq_of(&row), row)).collect();
     ranked
         .into_iter()
         .filter_map(|(seq, bm25)| rows.remove(&seq).map(|row| Candidate { row, bm25 }))
