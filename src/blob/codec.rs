@@ -2,15 +2,15 @@
 //! identity otherwise.
 //!
 //! Encoding is a storage detail: digests, sizes and everything on the wire describe the raw
-//! bytes. Decoding is bounded by the recorded raw size: it never allocates more than that,
+//! bytes. `encode` and the streaming `decode_to` use `miniz_oxide`; the whole-buffer `decode`
+//! that every read of inline content goes through uses libdeflate, whose table setup is
+//! about half of miniz's, and that setup is most of a small body's decode. Decoding is bounded by the recorded raw size: it never allocates more than that,
 //! and a stream that is malformed, truncated, has trailing bytes or decodes to any other
 //! length is an error, never data and never a panic.
 
 use std::borrow::Cow;
 use std::io::{self, Read};
 
-use miniz_oxide::inflate::TINFLStatus;
-use miniz_oxide::inflate::core::{DecompressorOxide, decompress, inflate_flags};
 use miniz_oxide::inflate::stream::{InflateState, inflate};
 use miniz_oxide::{DataFormat, MZError, MZFlush, MZStatus};
 
@@ -133,17 +133,75 @@ pub fn decode(encoding: Encoding, stored: &[u8], raw_size: u64) -> Result<Vec<u8
                 return Err(DecodeError::Malformed("deflate (shorter than its raw size allows)"));
             }
             let mut out = vec![0u8; size];
-            let mut state = DecompressorOxide::new();
-            let flags = inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF;
-            let (status, consumed, written) = decompress(&mut state, stored, &mut out, 0, flags);
-            match status {
-                TINFLStatus::Done if written == size && consumed == stored.len() => Ok(out),
-                TINFLStatus::Done if written != size => Err(length(written)),
-                TINFLStatus::Done => Err(DecodeError::TrailingBytes),
-                // The output is full and the stream goes on: longer than recorded.
-                TINFLStatus::HasMoreOutput => Err(length(size.saturating_add(1))),
-                _ => Err(DecodeError::Malformed("deflate")),
+            let (consumed, written) = INFLATER.with(|inflater| inflater.inflate(stored, &mut out))?;
+            if written != size {
+                return Err(length(written));
             }
+            if consumed != stored.len() {
+                return Err(DecodeError::TrailingBytes);
+            }
+            Ok(out)
+        }
+    }
+}
+
+thread_local! {
+    /// Each thread's libdeflate decompressor (about 10 KiB of tables), made on its first
+    /// decode and reused: a read decodes one body per candidate it examines.
+    static INFLATER: Inflater = Inflater::new();
+}
+
+/// An owned `libdeflate_decompressor`.
+struct Inflater(*mut libdeflate_sys::libdeflate_decompressor);
+
+impl Inflater {
+    fn new() -> Inflater {
+        // SAFETY: no preconditions; a null result (out of memory) is checked at each use.
+        Inflater(unsafe { libdeflate_sys::libdeflate_alloc_decompressor() })
+    }
+
+    /// Inflates the one raw DEFLATE stream at the start of `stored` into `out`, and returns
+    /// the bytes of `stored` it spans and the bytes it wrote. A stream that needs more room
+    /// than `out` is a [`DecodeError::Length`] one byte longer.
+    fn inflate(&self, stored: &[u8], out: &mut [u8]) -> Result<(usize, usize), DecodeError> {
+        use libdeflate_sys::{
+            libdeflate_result_LIBDEFLATE_INSUFFICIENT_SPACE as INSUFFICIENT_SPACE,
+            libdeflate_result_LIBDEFLATE_SUCCESS as SUCCESS,
+        };
+        if self.0.is_null() {
+            return Err(DecodeError::Io(io::Error::from(io::ErrorKind::OutOfMemory)));
+        }
+        let (mut consumed, mut written) = (0usize, 0usize);
+        // SAFETY: `self.0` is a live decompressor used by this thread only (a thread-local,
+        // and `Inflater` is neither `Send` nor `Sync`); the input and output pointers and
+        // lengths come from live slices, and libdeflate writes at most `out.len()` bytes.
+        let result = unsafe {
+            libdeflate_sys::libdeflate_deflate_decompress_ex(
+                self.0,
+                stored.as_ptr().cast(),
+                stored.len(),
+                out.as_mut_ptr().cast(),
+                out.len(),
+                &mut consumed,
+                &mut written,
+            )
+        };
+        match result {
+            SUCCESS => Ok((consumed, written)),
+            INSUFFICIENT_SPACE => Err(DecodeError::Length {
+                expected: out.len() as u64,
+                actual: out.len() as u64 + 1,
+            }),
+            _ => Err(DecodeError::Malformed("deflate")),
+        }
+    }
+}
+
+impl Drop for Inflater {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            // SAFETY: allocated by `libdeflate_alloc_decompressor` and freed once, here.
+            unsafe { libdeflate_sys::libdeflate_free_decompressor(self.0) }
         }
     }
 }
@@ -335,6 +393,36 @@ mod tests {
                 assert_eq!(bytes.len() as u64, size);
             }
             let _ = streamed(encoding, flipped.as_slice(), size);
+        }
+    }
+
+    #[test]
+    fn a_damaged_stream_the_whole_buffer_decoder_accepts_streams_to_the_same_bytes() {
+        // `decode` (libdeflate) serves reads and `decode_to` (miniz_oxide) streams CAS
+        // objects and backups: what the first takes as data, the second reads identically.
+        // (The streaming decoder is the laxer one: a damaged stream whose back-reference
+        // reaches before its first byte reads zeros there instead of failing.)
+        for size in [300, 700, 1500, 20_000] {
+            let raw = text(size);
+            let (encoding, stored) = encode(&raw);
+            assert_eq!(encoding, Encoding::Deflate);
+            let mut damaged = vec![stored.to_vec()];
+            for at in (0..stored.len()).step_by(1 + stored.len() / 1000) {
+                for mask in [0x01u8, 0x80, 0xff] {
+                    let mut flipped = stored.to_vec();
+                    flipped[at] ^= mask;
+                    damaged.push(flipped);
+                }
+                damaged.push(stored[..at].to_vec());
+            }
+            for bytes in &damaged {
+                for recorded in [size as u64, size as u64 - 1, size as u64 + 1] {
+                    if let Ok(whole) = decode(encoding, bytes, recorded) {
+                        let stream = streamed(encoding, bytes.as_slice(), recorded).ok();
+                        assert_eq!(Some(whole), stream, "size {size}, recorded {recorded}");
+                    }
+                }
+            }
         }
     }
 
