@@ -3,10 +3,12 @@
 //!
 //! Encoding is a storage detail: digests, sizes and everything on the wire describe the raw
 //! bytes. `encode` and the streaming `decode_to` use `miniz_oxide`; the whole-buffer `decode`
-//! that every read of inline content goes through uses libdeflate, whose table setup is
-//! about half of miniz's, and that setup is most of a small body's decode. Decoding is bounded by the recorded raw size: it never allocates more than that,
-//! and a stream that is malformed, truncated, has trailing bytes or decodes to any other
-//! length is an error, never data and never a panic.
+//! that every read of inline content goes through uses libdeflate, whose table setup takes
+//! about half of miniz's time, and that setup is most of a small body's decode.
+//!
+//! Decoding is bounded by the recorded raw size: it never allocates more than that, and a
+//! stream that is malformed, truncated, has trailing bytes or decodes to any other length is
+//! an error, never data and never a panic.
 
 use std::borrow::Cow;
 use std::io::{self, Read};
@@ -133,7 +135,11 @@ pub fn decode(encoding: Encoding, stored: &[u8], raw_size: u64) -> Result<Vec<u8
                 return Err(DecodeError::Malformed("deflate (shorter than its raw size allows)"));
             }
             let mut out = vec![0u8; size];
-            let (consumed, written) = INFLATER.with(|inflater| inflater.inflate(stored, &mut out))?;
+            // A decode from another thread-local's destructor finds this one gone: it gets a
+            // decompressor of its own.
+            let (consumed, written) = INFLATER
+                .try_with(|inflater| inflater.inflate(stored, &mut out))
+                .unwrap_or_else(|_| Inflater::new().inflate(stored, &mut out))?;
             if written != size {
                 return Err(length(written));
             }
