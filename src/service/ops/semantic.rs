@@ -2,6 +2,9 @@
 //! (`crate::semantic`): a candidate that matched part of the query lexically, but not
 //! enough, qualifies when the meaning of its text is close enough to the query's.
 //!
+//! - Only while fewer candidates qualified on their words than the search returns: a
+//!   candidate that matched fewer of the query's units never displaces a full answer by
+//!   meaning, and a question its words already answer costs no vector read beyond fusion's.
 //! - Only candidates with partial lexical support are judged: at least one unit matched,
 //!   the shortfall `too_few_units` (never a lone generic word, never a demotion), and
 //!   together the matched units carry at least [`MIN_LEXICAL_SHARE`] of the query's
@@ -113,10 +116,10 @@ fn is_name(names: &[String], unit: &crate::retrieval::analyze::Unit) -> bool {
     unit.words.iter().any(|w| names.contains(w))
 }
 
-/// Judges the unqualified candidates (and, while fewer than the limit qualified, up to
-/// [`POOL`] more any-unit candidates per entity type, of which only those whose similarity
-/// clears the requirement are kept) and moves those that clear the requirement to
-/// `qualified`.
+/// While fewer than the limit qualified lexically, judges the unqualified candidates and up
+/// to [`POOL`] more any-unit candidates per entity type (of which only those whose
+/// similarity clears the requirement are kept), and moves those that clear the requirement
+/// to `qualified`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn rescue(
     service: &Service,
@@ -128,18 +131,19 @@ pub(super) fn rescue(
     qualified: &mut Vec<Examined>,
     unqualified: &mut Vec<Examined>,
 ) -> StoreResult<()> {
+    // The rescue is for questions lexical matching answers poorly: once as many qualified on
+    // their words as the search returns, meaning promotes nothing (on LoCoMo dev this
+    // measures the same as judging every partial match: BENCHMARKS.md), and the vector
+    // reads of every partial match (a hundred rows for a common-word question at 100k
+    // artifacts) are not made.
+    if qualified.len() >= request.limit {
+        return Ok(());
+    }
     let mut known: HashSet<String> = qualified
         .iter()
         .chain(unqualified.iter())
         .map(|e| e.entity_id().to_owned())
         .collect();
-    // The extra candidates are looked for only while too few qualified lexically: the
-    // rescue is for questions lexical matching answers poorly, and it bounds the cost.
-    let tables = if qualified.len() < request.limit {
-        kinds.tables()
-    } else {
-        &[]
-    };
     // An extra candidate can only be rescued, so only one whose meaning clears the
     // requirement is kept. Rows with stored vectors are judged before their bodies are
     // read; the rest are embedded after, with the same result.
@@ -150,7 +154,7 @@ pub(super) fn rescue(
             .map(|(seq, _)| seq)
             .collect())
     };
-    for &table in tables {
+    for &table in kinds.tables() {
         let seen: Vec<&str> = known.iter().map(String::as_str).collect();
         let mut extra =
             super::candidates::more_candidates_unless(service, conn, request, plan, table, &seen, POOL, &below)?;

@@ -115,3 +115,32 @@ fn with_a_model_every_hit_discloses_its_similarity_and_fused_score_and_without_o
     let ids = |r: &Value| hits(r).iter().map(|h| h["entity_id"].clone()).collect::<Vec<_>>();
     assert_eq!(ids(&result), ids(&again));
 }
+
+#[test]
+fn with_a_model_partial_matches_are_judged_only_while_fewer_than_the_limit_qualified_on_their_words() {
+    let Some((_, semantic)) = pair(&parts::current_test()) else {
+        return;
+    };
+    // The museum turn matches every unit; the camping turn only some, and qualifies by meaning.
+    let query = "Did Melanie take the kids to the museum or camping?";
+    let by_meaning = |result: &Value| -> Vec<String> {
+        hits(result)
+            .iter()
+            .filter(|h| h["ranking"]["semantic_qualified"] == true)
+            .map(|h| h["excerpt"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let wide = semantic.search(&main_ctx(), json!({ "query": query, "limit": 10 }));
+    let rescued = by_meaning(&wide);
+    assert_eq!(rescued.len(), 1, "{wide:#}");
+    assert!(rescued[0].contains("camping"), "{wide:#}");
+    // One hit asked, one qualified on its words: nothing is judged, so nothing more qualifies.
+    let narrow = semantic.search(&main_ctx(), json!({ "query": query, "limit": 1 }));
+    assert_eq!(hits(&narrow).len(), 1, "{narrow:#}");
+    assert!(
+        hits(&narrow)[0]["excerpt"].as_str().unwrap().contains("museum"),
+        "{narrow:#}"
+    );
+    assert_eq!(narrow["truncated"], false, "{narrow:#}");
+    assert!(by_meaning(&narrow).is_empty(), "{narrow:#}");
+}
