@@ -27,10 +27,13 @@ use crate::store::StoreResult;
 use crate::store::artifact::is_indexable_media_type;
 use crate::store::search::{self as store_search, CandidateQuery};
 
-/// Fetch rounds per entity type: the candidate cap grows fourfold each round while too few
-/// candidates qualified and more exist ...
-const MAX_ROUNDS: usize = 3;
-/// ... up to this many candidates per entity type.
+/// The candidate cap of a search grows by [`GROWTH`] each fetch round while too few
+/// candidates qualified and more exist, for at most [`MAX_ROUNDS`] rounds (the last asks
+/// sixteen times the first cap) and [`MAX_CANDIDATES`] rows per entity type. Doubling stops a
+/// search within twice the rows it needed; the later rounds read their prefix from the first
+/// round's ranking (`store::search::Ranking`), so a round costs only its new rows.
+const GROWTH: usize = 2;
+const MAX_ROUNDS: usize = 5;
 const MAX_CANDIDATES: usize = 512;
 /// Near misses reported by `search` and `memory.recall`.
 pub(super) const MAX_NEAR_MISSES: usize = 5;
@@ -129,7 +132,7 @@ pub(super) fn gather(
         if gathered.qualified.len() >= want || exhausted || round + 1 == MAX_ROUNDS || cap >= MAX_CANDIDATES {
             break;
         }
-        cap = (cap * 4).min(MAX_CANDIDATES);
+        cap = (cap * GROWTH).min(MAX_CANDIDATES);
     }
     Ok(gathered)
 }
