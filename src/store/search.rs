@@ -93,11 +93,11 @@ pub struct CandidateQuery<'a> {
 }
 
 /// Bare FTS matches a search of several rounds ranks in its first, at least this many, so
-/// that its later rounds (each asking four times more: 12, 48 and 192 rows for a recall)
-/// read their prefix from memory instead of ranking every match again. Measured against
-/// ranking only what each round asks, and against ranking for every round left once a
-/// second round is needed: the common-word recall at 100k artifacts is fastest this way,
-/// and a search that ends in its first round is no slower (BENCHMARKS.md).
+/// that its later rounds (each asking twice as many: a recall's prefixes are 16, 32, 64, 128
+/// and 256 rows) read their prefix from memory instead of ranking every match again.
+/// Measured against ranking only what each round asks, and against ranking for every round
+/// left once a second round is needed: the common-word recall at 100k artifacts is fastest
+/// this way, and a search that ends in its first round is no slower (BENCHMARKS.md).
 const RANKING_LEAST: usize = 256;
 
 /// The bare FTS ranking of one search's expression and table: `(seq, bm25)` in rank order.
