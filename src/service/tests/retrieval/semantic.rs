@@ -121,26 +121,38 @@ fn with_a_model_partial_matches_are_judged_only_while_fewer_than_the_limit_quali
     let Some((_, semantic)) = pair(&parts::current_test()) else {
         return;
     };
-    // The museum turn matches every unit; the camping turn only some, and qualifies by meaning.
-    let query = "Did Melanie take the kids to the museum or camping?";
-    let by_meaning = |result: &Value| -> Vec<String> {
+    // `think` is generic, so only `pottery` drives the candidate query: the pottery bowl turn
+    // is fetched, and it is a partial match of the question.
+    semantic.put(
+        &main_ctx(),
+        "note",
+        "Jon, session 5",
+        "Jon: I think my pottery class made clay cups and plates this week.",
+    );
+    let query = "I think about pottery";
+    // For the bowl turn, wherever it is (hit or near miss): whether its meaning was judged.
+    let bowl_judged = |result: &Value| -> Vec<bool> {
+        let near_misses = result["near_misses"].as_array().unwrap().iter();
         hits(result)
             .iter()
-            .filter(|h| h["ranking"]["semantic_qualified"] == true)
-            .map(|h| h["excerpt"].as_str().unwrap().to_owned())
+            .chain(near_misses)
+            .filter(|h| h["excerpt"].as_str().unwrap().contains("bowl"))
+            .map(|h| {
+                let hit = &h["ranking"]["qualification"]["semantic"];
+                let near_miss = &h["qualification"]["semantic"];
+                !hit.is_null() || !near_miss.is_null()
+            })
             .collect()
     };
+    // Room for more than the one full match: the partial one is judged by its meaning.
     let wide = semantic.search(&main_ctx(), json!({ "query": query, "limit": 10 }));
-    let rescued = by_meaning(&wide);
-    assert_eq!(rescued.len(), 1, "{wide:#}");
-    assert!(rescued[0].contains("camping"), "{wide:#}");
-    // One hit asked, one qualified on its words: nothing is judged, so nothing more qualifies.
+    assert_eq!(bowl_judged(&wide), [true], "{wide:#}");
+    // One hit asked and one full match: the partial match stays a near miss, unjudged.
     let narrow = semantic.search(&main_ctx(), json!({ "query": query, "limit": 1 }));
     assert_eq!(hits(&narrow).len(), 1, "{narrow:#}");
     assert!(
-        hits(&narrow)[0]["excerpt"].as_str().unwrap().contains("museum"),
+        hits(&narrow)[0]["excerpt"].as_str().unwrap().contains("clay"),
         "{narrow:#}"
     );
-    assert_eq!(narrow["truncated"], false, "{narrow:#}");
-    assert!(by_meaning(&narrow).is_empty(), "{narrow:#}");
+    assert_eq!(bowl_judged(&narrow), [false], "{narrow:#}");
 }
