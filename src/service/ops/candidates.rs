@@ -31,7 +31,8 @@ use crate::store::search::{self as store_search, CandidateQuery};
 /// candidates qualified and more exist, for at most [`MAX_ROUNDS`] rounds (the last asks
 /// sixteen times the first cap) and [`MAX_CANDIDATES`] rows per entity type. Doubling stops a
 /// search within twice the rows it needed; the later rounds read their prefix from the first
-/// round's ranking (`store::search::Ranking`), so a round costs only its new rows.
+/// round's ranking (`store::search::Ranking`) instead of ranking again, and examine only the
+/// rows no earlier round examined.
 const GROWTH: usize = 2;
 const MAX_ROUNDS: usize = 5;
 const MAX_CANDIDATES: usize = 512;

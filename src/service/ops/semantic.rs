@@ -133,7 +133,7 @@ pub(super) fn rescue(
 ) -> StoreResult<()> {
     // The rescue is for questions lexical matching answers poorly: once as many qualified on
     // their words as the search returns, meaning promotes nothing (on LoCoMo dev this
-    // measures the same as judging every partial match: BENCHMARKS.md), and the vector
+    // measures as well as judging every partial match: BENCHMARKS.md), and the vector
     // reads of every partial match (a hundred rows for a common-word question at 100k
     // artifacts) are not made.
     if qualified.len() >= request.limit {
